@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what Favor needs from Debian bookworm's packages, and nothing when
+# everything is already there (one dpkg-query, well under a second).
+# Usage: scripts/install-deps.sh [--print]   (--print lists the packages)
+set -euo pipefail
+
+packages=(
+  # toolchain
+  cmake ninja-build g++ ccache pkg-config
+  # compute: LibTorch and the BLAS it must use (the reference BLAS is 16x slower)
+  libtorch-dev libopenblas0-pthread
+  # service
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev libabsl-dev
+  prometheus-cpp-dev libgoogle-glog-dev nlohmann-json3-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+if [[ "${1:-}" == "--print" ]]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "installed" ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=()
+if ((EUID != 0)); then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,125 @@
+#include "server/attention/cpu_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+// Each hot loop is compiled for AVX-512, AVX2+FMA and baseline x86-64, and
+// the loader picks the best one for the machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FAVOR_MULTIVERSION \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FAVOR_MULTIVERSION
+#endif
+
+namespace favor::attention::cpu {
+namespace {
+
+// exp(x) = 2^n · e^r, n = round(x / ln 2), |r| ≤ ln2 / 2; e^r by a degree-6
+// polynomial (Cephes expf coefficients). Branch-free so the loops vectorise.
+inline float FastExp(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  x = std::min(x, 88.3762626647949f);
+  const bool underflow = x < -87.3365447505531f;
+  x = std::max(x, -87.3365447505531f);
+  const float n = __builtin_floorf(x * kLog2e + 0.5f);
+  float r = x - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return underflow ? 0.0f : p * scale;
+}
+
+}  // namespace
+
+FAVOR_MULTIVERSION
+void Exp(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = FastExp(x[i]);
+}
+
+FAVOR_MULTIVERSION
+void RowSquaredNorms(const float* x, int64_t rows, int64_t cols,
+                     int64_t stride, float scale, float* h) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* row = x + i * stride;
+    float sum = 0;
+    for (int64_t c = 0; c < cols; ++c) sum += row[c] * row[c];
+    h[i] = scale * sum;
+  }
+}
+
+FAVOR_MULTIVERSION
+float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows,
+                int64_t cols, float empty) {
+  float best = -std::numeric_limits<float>::infinity();
+  bool any = false;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (keep != nullptr && keep[i] == 0) continue;
+    const float* row = u + i * cols;
+    for (int64_t c = 0; c < cols; ++c) best = std::max(best, row[c]);
+    any = true;
+  }
+  return any ? best : empty;
+}
+
+FAVOR_MULTIVERSION
+void ExpShifted(float* u, const float* h, float shift, int64_t rows,
+                int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = u + i * cols;
+    const float offset = h[i] + shift;
+    for (int64_t c = 0; c < cols; ++c) row[c] = FastExp(row[c] - offset);
+  }
+}
+
+FAVOR_MULTIVERSION
+void QueryFeatures(float* u, const float* h, int64_t rows, int64_t cols,
+                   float epsilon) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = u + i * cols;
+    float row_max = row[0];
+    for (int64_t c = 1; c < cols; ++c) row_max = std::max(row_max, row[c]);
+    const float offset = row_max + h[i];
+    for (int64_t c = 0; c < cols; ++c) {
+      row[c] = FastExp(row[c] - offset) + epsilon;
+    }
+  }
+}
+
+void AppendOnesColumn(const float* src, int64_t rows, int64_t cols,
+                      int64_t stride, const uint8_t* keep, float* dst) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* out = dst + i * (cols + 1);
+    if (keep != nullptr && keep[i] == 0) {
+      std::fill(out, out + cols + 1, 0.0f);
+      continue;
+    }
+    std::memcpy(out, src + i * stride, cols * sizeof(float));
+    out[cols] = 1.0f;
+  }
+}
+
+FAVOR_MULTIVERSION
+void DivideByLastColumn(const float* num, int64_t rows, int64_t cols,
+                        float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* row = num + i * (cols + 1);
+    const float denominator = row[cols];
+    const float inverse = denominator != 0.0f ? 1.0f / denominator : 0.0f;
+    float* dst = out + i * out_stride;
+    for (int64_t c = 0; c < cols; ++c) dst[c] = row[c] * inverse;
+  }
+}
+
+}  // namespace favor::attention::cpu

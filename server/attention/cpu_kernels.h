@@ -1,0 +1,51 @@
+// Fused element-wise loops for the CPU hot path of the feature maps. Plain
+// float arrays, row-major, no LibTorch: compiled for several x86 levels and
+// picked at load time (GCC target_clones), so one binary is fast on AVX-512
+// and still runs on baseline x86-64.
+//
+// Implementation detail of server/attention: not for other modules.
+#ifndef FAVOR_SERVER_ATTENTION_CPU_KERNELS_H_
+#define FAVOR_SERVER_ATTENTION_CPU_KERNELS_H_
+
+#include <cstdint>
+
+namespace favor::attention::cpu {
+
+// y[i] = exp(x[i]) for x ≤ 88, with relative error below 4e-7; x below −87.3
+// gives 0 (exact softmax feeds it −∞ for masked scores).
+void Exp(const float* x, float* y, int64_t n);
+
+// h[i] = scale · Σ_c x[i, c]² over `rows` rows of `cols` floats, row stride
+// `stride` (for the ‖x'‖²/2 term of the positive feature maps).
+void RowSquaredNorms(const float* x, int64_t rows, int64_t cols,
+                     int64_t stride, float scale, float* h);
+
+// max of u[i, c] over rows i with keep[i] (all rows when keep is null) and
+// all columns c; returns `empty` when no row is kept.
+float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows,
+                int64_t cols, float empty);
+
+// Key features of FAVOR+ in place: u[i, c] = exp(u[i, c] − h[i] − shift).
+void ExpShifted(float* u, const float* h, float shift, int64_t rows,
+                int64_t cols);
+
+// Query features of FAVOR+ in place, each row shifted by its own max, as in
+// the reference implementation: u[i, c] = exp(u[i, c] − h[i] − max_c' u[i,
+// c']) + epsilon.
+void QueryFeatures(float* u, const float* h, int64_t rows, int64_t cols,
+                   float epsilon);
+
+// dst (rows × (cols + 1), contiguous) = [src | 1], rows with keep[i] == 0 all
+// zero (src has row stride `stride`).
+void AppendOnesColumn(const float* src, int64_t rows, int64_t cols,
+                      int64_t stride, const uint8_t* keep, float* dst);
+
+// out[i, c] = num[i, c] / num[i, cols] (num is rows × (cols + 1)); rows whose
+// denominator is 0 (no key to attend to) give 0. `out` has row stride
+// `out_stride`.
+void DivideByLastColumn(const float* num, int64_t rows, int64_t cols,
+                        float* out, int64_t out_stride);
+
+}  // namespace favor::attention::cpu
+
+#endif  // FAVOR_SERVER_ATTENTION_CPU_KERNELS_H_

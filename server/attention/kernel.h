@@ -1,0 +1,64 @@
+// The attention kernels Favor implements, and what each one needs.
+//
+// Every kernel but kSoftmaxExact is linear attention: out = φ(Q)(φ(K)ᵀV)
+// normalised by φ(Q)(φ(K)ᵀ1), never forming the L×L matrix. The feature
+// maps follow the Performer papers (Choromanski et al. 2021) and the
+// linear-attention work they build on; docs/attention.md gives the formulas.
+#ifndef FAVOR_SERVER_ATTENTION_KERNEL_H_
+#define FAVOR_SERVER_ATTENTION_KERNEL_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace favor::attention {
+
+enum class Kernel {
+  // softmax(QKᵀ/√d)V, computed in tiles (O(L²) time, O(tile) memory).
+  kSoftmaxExact,
+  // FAVOR+: φ(x) = m^-1/2 exp(Wx' − ‖x'‖²/2), x' = d^-1/4 x. Positive, unbiased.
+  kFavorPositive,
+  // Hyperbolic positive features: (2m)^-1/2 exp(−‖x'‖²/2) [exp(Wx'), exp(−Wx')].
+  kFavorHyperbolic,
+  // Trigonometric random Fourier features: m^-1/2 exp(‖x'‖²/2) [sin Wx', cos Wx'].
+  // Unbiased too, but can go negative (which is why FAVOR+ exists).
+  kTrigonometric,
+  // Generalized attention with ReLU features: relu(Wx') + ε.
+  kRelu,
+  // ELU+1 (Katharopoulos et al. 2020): elu(x) + 1, no projection.
+  kEluPlusOne,
+  // Efficient attention (Shen et al. 2021): softmax of each query over its
+  // channels, softmax of each key channel over the sequence, no projection.
+  kExp,
+};
+
+// How a kernel's key features are shifted for numerical stability.
+enum class KeyShift {
+  kNone,        // features are bounded without a shift
+  kScalar,      // one max per sequence and head (FAVOR+, hyperbolic, trig)
+  kPerFeature,  // one max per sequence, head and feature (kExp)
+};
+
+// Static facts about a kernel.
+struct KernelTraits {
+  bool uses_projection = false;  // needs an m×d random projection
+  bool positive = false;         // features are never negative
+  bool adds_epsilon = false;     // φ = f(x) + ε
+  KeyShift key_shift = KeyShift::kNone;
+};
+
+KernelTraits TraitsOf(Kernel kernel);
+
+// Feature count of φ for `num_random_features` = m and head size d.
+int64_t FeatureCount(Kernel kernel, int64_t num_random_features,
+                     int64_t head_dim);
+
+// Stable lower-case names ("softmax", "favor+", "hyperbolic", "trig", "relu",
+// "elu+1", "exp") used by configs, the API and metrics labels.
+std::string_view KernelName(Kernel kernel);
+absl::StatusOr<Kernel> ParseKernel(std::string_view name);
+
+}  // namespace favor::attention
+
+#endif  // FAVOR_SERVER_ATTENTION_KERNEL_H_
