@@ -49,8 +49,8 @@ void Exp(const float* x, float* y, int64_t n) {
 }
 
 FAVOR_MULTIVERSION
-void RowSquaredNorms(const float* x, int64_t rows, int64_t cols,
-                     int64_t stride, float scale, float* h) {
+void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
+                     float scale, float* h) {
   for (int64_t i = 0; i < rows; ++i) {
     const float* row = x + i * stride;
     float sum = 0;
@@ -60,8 +60,8 @@ void RowSquaredNorms(const float* x, int64_t rows, int64_t cols,
 }
 
 FAVOR_MULTIVERSION
-float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows,
-                int64_t cols, float empty) {
+float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows, int64_t cols,
+                float empty) {
   float best = -std::numeric_limits<float>::infinity();
   bool any = false;
   for (int64_t i = 0; i < rows; ++i) {
@@ -74,10 +74,14 @@ float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows,
 }
 
 FAVOR_MULTIVERSION
-void ExpShifted(float* u, const float* h, float shift, int64_t rows,
-                int64_t cols) {
+void ExpShifted(float* u, const float* h, const uint8_t* keep, float shift,
+                int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i) {
     float* row = u + i * cols;
+    if (keep != nullptr && keep[i] == 0) {
+      std::fill(row, row + cols, 0.0f);
+      continue;
+    }
     const float offset = h[i] + shift;
     for (int64_t c = 0; c < cols; ++c) row[c] = FastExp(row[c] - offset);
   }

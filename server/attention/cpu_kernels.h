@@ -17,17 +17,18 @@ void Exp(const float* x, float* y, int64_t n);
 
 // h[i] = scale · Σ_c x[i, c]² over `rows` rows of `cols` floats, row stride
 // `stride` (for the ‖x'‖²/2 term of the positive feature maps).
-void RowSquaredNorms(const float* x, int64_t rows, int64_t cols,
-                     int64_t stride, float scale, float* h);
+void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
+                     float scale, float* h);
 
 // max of u[i, c] over rows i with keep[i] (all rows when keep is null) and
 // all columns c; returns `empty` when no row is kept.
-float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows,
-                int64_t cols, float empty);
+float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows, int64_t cols,
+                float empty);
 
-// Key features of FAVOR+ in place: u[i, c] = exp(u[i, c] − h[i] − shift).
-void ExpShifted(float* u, const float* h, float shift, int64_t rows,
-                int64_t cols);
+// Key features of FAVOR+ in place: u[i, c] = exp(u[i, c] − h[i] − shift),
+// and 0 in rows with keep[i] == 0 (keep may be null: all rows kept).
+void ExpShifted(float* u, const float* h, const uint8_t* keep, float shift,
+                int64_t rows, int64_t cols);
 
 // Query features of FAVOR+ in place, each row shifted by its own max, as in
 // the reference implementation: u[i, c] = exp(u[i, c] − h[i] − max_c' u[i,

@@ -10,7 +10,7 @@
 namespace favor::attention {
 namespace {
 
-constexpr std::array<std::pair<Kernel, std::string_view>, 7> kNames = {{
+constexpr std::array<std::pair<Kernel, absl::string_view>, 7> kNames = {{
     {Kernel::kSoftmaxExact, "softmax"},
     {Kernel::kFavorPositive, "favor+"},
     {Kernel::kFavorHyperbolic, "hyperbolic"},
@@ -70,14 +70,14 @@ int64_t FeatureCount(Kernel kernel, int64_t num_random_features,
   return head_dim;
 }
 
-std::string_view KernelName(Kernel kernel) {
+absl::string_view KernelName(Kernel kernel) {
   for (const auto& [k, name] : kNames) {
     if (k == kernel) return name;
   }
   return "unknown";
 }
 
-absl::StatusOr<Kernel> ParseKernel(std::string_view name) {
+absl::StatusOr<Kernel> ParseKernel(absl::string_view name) {
   std::string known;
   for (const auto& [k, kernel_name] : kNames) {
     if (kernel_name == name) return k;

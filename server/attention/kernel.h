@@ -8,20 +8,23 @@
 #define FAVOR_SERVER_ATTENTION_KERNEL_H_
 
 #include <cstdint>
-#include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace favor::attention {
 
 enum class Kernel {
   // softmax(QKᵀ/√d)V, computed in tiles (O(L²) time, O(tile) memory).
   kSoftmaxExact,
-  // FAVOR+: φ(x) = m^-1/2 exp(Wx' − ‖x'‖²/2), x' = d^-1/4 x. Positive, unbiased.
+  // FAVOR+: φ(x) = m^-1/2 exp(Wx' − ‖x'‖²/2), x' = d^-1/4 x. Positive,
+  // unbiased.
   kFavorPositive,
-  // Hyperbolic positive features: (2m)^-1/2 exp(−‖x'‖²/2) [exp(Wx'), exp(−Wx')].
+  // Hyperbolic positive features: (2m)^-1/2 exp(−‖x'‖²/2) [exp(Wx'),
+  // exp(−Wx')].
   kFavorHyperbolic,
-  // Trigonometric random Fourier features: m^-1/2 exp(‖x'‖²/2) [sin Wx', cos Wx'].
+  // Trigonometric random Fourier features: m^-1/2 exp(‖x'‖²/2) [sin Wx', cos
+  // Wx'].
   // Unbiased too, but can go negative (which is why FAVOR+ exists).
   kTrigonometric,
   // Generalized attention with ReLU features: relu(Wx') + ε.
@@ -56,8 +59,8 @@ int64_t FeatureCount(Kernel kernel, int64_t num_random_features,
 
 // Stable lower-case names ("softmax", "favor+", "hyperbolic", "trig", "relu",
 // "elu+1", "exp") used by configs, the API and metrics labels.
-std::string_view KernelName(Kernel kernel);
-absl::StatusOr<Kernel> ParseKernel(std::string_view name);
+absl::string_view KernelName(Kernel kernel);
+absl::StatusOr<Kernel> ParseKernel(absl::string_view name);
 
 }  // namespace favor::attention
 

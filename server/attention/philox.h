@@ -21,7 +21,8 @@ PhiloxBlock Philox4x32(PhiloxBlock counter, uint64_t key);
 // precision on two 32-bit uniforms per pair.
 class GaussianStream {
  public:
-  GaussianStream(uint64_t seed, uint64_t stream) : seed_(seed), stream_(stream) {}
+  GaussianStream(uint64_t seed, uint64_t stream)
+      : seed_(seed), stream_(stream) {}
 
   // The next variate of the stream.
   double Next();

@@ -55,8 +55,7 @@ std::vector<double> OrthogonalRows(const ProjectionOptions& options) {
   }
   // Each row of an orthogonal block has norm 1; give it the norm a Gaussian
   // row would have (χ(d)) or √d.
-  GaussianStream norms(options.seed,
-                       StreamId(options.draw_index, kNormStream));
+  GaussianStream norms(options.seed, StreamId(options.draw_index, kNormStream));
   for (int64_t i = 0; i < m; ++i) {
     double scale = std::sqrt(static_cast<double>(d));
     if (options.row_norm == ProjectionOptions::RowNorm::kChi) {

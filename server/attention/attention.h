@@ -1,0 +1,85 @@
+// Multi-head attention with every kernel of kernel.h, on LibTorch tensors.
+//
+// Two layouts:
+//  - Attend: dense batches, Q (B, H, Lq, d), K (B, H, Lk, d), V (B, H, Lk, dv),
+//    as the Attend RPC carries them, with an optional key padding mask.
+//  - AttendPacked: variable-length sequences concatenated along the token
+//    axis, Q (Tq, H, d), K (Tk, H, d), V (Tk, H, dv), with offsets; this is
+//    what the encoder produces, and nothing is padded.
+//
+// Linear kernels never form an L×L matrix: non-causal attention is two passes
+// over the sequence in chunks (key sums, then queries); causal attention keeps
+// a running prefix state and does the exact masked product only inside a
+// chunk. Extra memory is O(chunk·m + m·dv) per head being computed, whatever
+// L is. Every sum and every stabilising max is per sequence and head, so a
+// result never depends on what it is batched with.
+//
+// Devices and precision: any device LibTorch has; inputs float32, float16 or
+// bfloat16 (all arithmetic and accumulation in float32, the output in the
+// input dtype). On CPU the FAVOR+ path uses fused loops and runs (sequence,
+// head, chunk-range) tasks in parallel on at::get_num_threads() threads; call
+// ConfigureCpuParallelism (parallelism.h) once at start-up.
+//
+// Errors are returned, never thrown: INVALID_ARGUMENT names the argument and
+// the expected shape, dtype or device.
+#ifndef FAVOR_SERVER_ATTENTION_ATTENTION_H_
+#define FAVOR_SERVER_ATTENTION_ATTENTION_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/attention/kernel.h"
+
+namespace at {
+class Tensor;
+}  // namespace at
+
+namespace favor::attention {
+
+struct AttentionOptions {
+  Kernel kernel = Kernel::kFavorPositive;
+  // Token i attends only to keys j ≤ i (needs as many queries as keys).
+  bool causal = false;
+  // ε added to positive features (FAVOR+, hyperbolic, ReLU), after the
+  // stabilising shift, as the reference implementation does.
+  float feature_epsilon = 1e-4f;
+  // Tokens per chunk for linear kernels. Extra memory per head is about
+  // chunk_tokens·(F + dv) floats for non-causal and
+  // causal_chunk_tokens·(F + causal_chunk_tokens) for causal attention.
+  int64_t chunk_tokens = 512;
+  int64_t causal_chunk_tokens = 128;
+  // Tile sizes of exact softmax attention (scores tile is query × key).
+  int64_t exact_query_tile = 128;
+  int64_t exact_key_tile = 1024;
+};
+
+// Dense batched attention. `projection` is the m×d matrix W (float32, any
+// device; see projection.h), required by kernels that use one and ignored by
+// the others (pass an undefined tensor). `key_padding_mask`, if defined, is a
+// bool (B, Lk) tensor where true marks a padding key that no query attends
+// to. A query with no key to attend to gets a zero output. Returns
+// (B, H, Lq, dv) in Q's dtype and device.
+absl::StatusOr<at::Tensor> Attend(const at::Tensor& query,
+                                  const at::Tensor& key,
+                                  const at::Tensor& value,
+                                  const at::Tensor& projection,
+                                  const at::Tensor& key_padding_mask,
+                                  const AttentionOptions& options);
+
+// Packed variable-length attention: sequence s owns query tokens
+// [query_offsets[s], query_offsets[s+1]) and key tokens [key_offsets[s],
+// key_offsets[s+1]). Offsets start at 0, never decrease and end at the token
+// count; both lists have one entry per sequence plus one. Returns
+// (Tq, H, dv).
+absl::StatusOr<at::Tensor> AttendPacked(const at::Tensor& query,
+                                        const at::Tensor& key,
+                                        const at::Tensor& value,
+                                        absl::Span<const int64_t> query_offsets,
+                                        absl::Span<const int64_t> key_offsets,
+                                        const at::Tensor& projection,
+                                        const AttentionOptions& options);
+
+}  // namespace favor::attention
+
+#endif  // FAVOR_SERVER_ATTENTION_ATTENTION_H_

@@ -1,0 +1,108 @@
+#include "server/attention/exact_attention.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <limits>
+
+#include "server/attention/cpu_kernels.h"
+
+namespace favor::attention {
+namespace {
+
+// Running state of the online softmax for one query tile.
+struct TileState {
+  at::Tensor row_max;  // (G, tq, 1)
+  at::Tensor row_sum;  // (G, tq, 1)
+  at::Tensor acc;      // (G, tq, dv)
+};
+
+// exp in place, with Favor's vectorised exp on CPU (LibTorch's CPU exp is
+// the scalar libm one in Debian's build).
+void ExpInPlace(at::Tensor& x) {
+  if (x.device().is_cpu() && x.is_contiguous() &&
+      x.scalar_type() == at::kFloat) {
+    cpu::Exp(x.data_ptr<float>(), x.data_ptr<float>(), x.numel());
+  } else {
+    x.exp_();
+  }
+}
+
+// Scores of one (query tile, key tile) pair with padding and causal masks.
+at::Tensor MaskedScores(const HeadGroup& group, const at::Tensor& q,
+                        int64_t q_begin, int64_t k_begin, int64_t k_end,
+                        bool causal, double scale) {
+  const at::Tensor k =
+      group.key.narrow(1, k_begin, k_end - k_begin).to(at::kFloat);
+  at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul_(scale);
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  if (group.keep.defined()) {
+    const at::Tensor keep = group.keep.narrow(0, k_begin, k_end - k_begin);
+    scores.masked_fill_(keep.logical_not().view({1, 1, -1}), minus_inf);
+  }
+  if (causal && k_end - 1 > q_begin) {
+    const auto opts = at::TensorOptions().dtype(at::kLong).device(q.device());
+    const at::Tensor rows = at::arange(q_begin, q_begin + q.size(1), opts);
+    const at::Tensor cols = at::arange(k_begin, k_end, opts);
+    scores.masked_fill_(cols.view({1, 1, -1}) > rows.view({1, -1, 1}),
+                        minus_inf);
+  }
+  return scores;
+}
+
+void QueryTile(const HeadGroup& group, const AttentionOptions& options,
+               int64_t q_begin, int64_t q_end) {
+  const at::Tensor q =
+      group.query.narrow(1, q_begin, q_end - q_begin).to(at::kFloat);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
+  const int64_t key_length = group.key.size(1);
+  const int64_t key_stop =
+      options.causal ? std::min(key_length, q_end) : key_length;
+  const auto opts = q.options();
+  TileState state{at::full({q.size(0), q.size(1), 1}, -1e30f, opts),
+                  at::zeros({q.size(0), q.size(1), 1}, opts),
+                  at::zeros({q.size(0), q.size(1), group.value.size(2)}, opts)};
+  for (int64_t k_begin = 0; k_begin < key_stop;
+       k_begin += options.exact_key_tile) {
+    const int64_t k_end = std::min(key_stop, k_begin + options.exact_key_tile);
+    at::Tensor scores =
+        MaskedScores(group, q, q_begin, k_begin, k_end, options.causal, scale);
+    const at::Tensor new_max =
+        at::maximum(state.row_max, scores.amax({2}, /*keepdim=*/true));
+    at::Tensor correction = state.row_max - new_max;
+    ExpInPlace(correction);
+    scores.sub_(new_max);
+    ExpInPlace(scores);
+    state.row_sum.mul_(correction).add_(scores.sum(2, /*keepdim=*/true));
+    state.acc.mul_(correction)
+        .baddbmm_(
+            scores,
+            group.value.narrow(1, k_begin, k_end - k_begin).to(at::kFloat));
+    state.row_max = new_max;
+  }
+  const at::Tensor out = at::where(state.row_sum == 0, at::zeros({}, opts),
+                                   state.acc / state.row_sum);
+  group.out.narrow(1, q_begin, q_end - q_begin).copy_(out);
+}
+
+}  // namespace
+
+void RunExactAttention(const AttentionOptions& options,
+                       const std::vector<HeadGroup>& groups) {
+  if (groups.empty()) return;
+  const bool parallel = groups.front().query.device().is_cpu();
+  const std::vector<TokenRange> tiles = SplitIntoRanges(
+      groups.size(), [&](size_t g) { return groups[g].query.size(1); },
+      options.exact_query_tile, std::numeric_limits<int64_t>::max() / 2);
+  at::parallel_for(0, static_cast<int64_t>(tiles.size()),
+                   parallel ? 1 : static_cast<int64_t>(tiles.size()) + 1,
+                   [&](int64_t first, int64_t last) {
+                     for (int64_t i = first; i < last; ++i) {
+                       QueryTile(groups[tiles[i].group], options,
+                                 tiles[i].begin, tiles[i].end);
+                     }
+                   });
+}
+
+}  // namespace favor::attention

@@ -1,0 +1,68 @@
+// The per-chunk feature primitives shared by attention and FeatureMap.
+// Implementation detail of server/attention: includes ATen, not for other
+// modules.
+//
+// Every primitive works on a chunk x of shape (G, c, d) (G heads of one
+// sequence, c tokens) in float32 and leaves out the constant factors m^-1/2
+// that cancel in attention's normalisation.
+#ifndef FAVOR_SERVER_ATTENTION_FEATURES_H_
+#define FAVOR_SERVER_ATTENTION_FEATURES_H_
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "server/attention/kernel.h"
+
+namespace favor::attention {
+
+class FeatureContext {
+ public:
+  // Checks the projection against the kernel and head size; the projection
+  // is copied to float32 on `device`, pre-scaled by d^-1/4 and transposed.
+  static absl::StatusOr<FeatureContext> Create(Kernel kernel,
+                                               const at::Tensor& projection,
+                                               int64_t head_dim,
+                                               c10::Device device,
+                                               float epsilon);
+
+  Kernel kernel() const { return kernel_; }
+  const KernelTraits& traits() const { return traits_; }
+  int64_t num_features() const { return num_features_; }
+  float epsilon() const { return epsilon_; }
+  // d^-1/4 · Wᵀ, (d, m); undefined for kernels without a projection.
+  const at::Tensor& scaled_projection_t() const { return projection_t_; }
+
+  // The projected chunk U: x' Wᵀ with x' = d^-1/4 x for projection kernels,
+  // x itself otherwise (as float32).
+  at::Tensor Project(const at::Tensor& x) const;
+  // ‖x'‖²/2 per token, (G, c, 1).
+  at::Tensor HalfSquaredNorm(const at::Tensor& x) const;
+  // The stabilising key shift of a chunk: (G, 1, 1) for scalar shifts,
+  // (G, 1, F) per feature, undefined for kernels without one. Rows with
+  // keep == false are ignored; with none kept the shift is kEmptyShift.
+  at::Tensor KeyShift(const at::Tensor& u, const at::Tensor& half_norm,
+                      const at::Tensor& keep) const;
+  // Key features exp(log φ − shift) (G, c, F), without ε (attention adds ε·Σv
+  // once per sequence instead of per token).
+  at::Tensor KeyFeatures(const at::Tensor& u, const at::Tensor& half_norm,
+                         const at::Tensor& shift) const;
+  // Query features, each row shifted by its own max, with ε.
+  at::Tensor QueryFeatures(const at::Tensor& u,
+                           const at::Tensor& half_norm) const;
+
+  // A shift below every real one: exp(kEmptyShift − s) is 0 and
+  // exp(kEmptyShift − kEmptyShift) is 1, unlike −∞.
+  static constexpr float kEmptyShift = -1e30f;
+
+ private:
+  Kernel kernel_ = Kernel::kFavorPositive;
+  KernelTraits traits_;
+  int64_t head_dim_ = 0;
+  int64_t num_features_ = 0;
+  float epsilon_ = 0;
+  at::Tensor projection_t_;
+};
+
+}  // namespace favor::attention
+
+#endif  // FAVOR_SERVER_ATTENTION_FEATURES_H_

@@ -1,0 +1,54 @@
+// A unit of attention work: some heads of one sequence, as tensor views into
+// the caller's Q, K, V and output. Implementation detail of server/attention.
+#ifndef FAVOR_SERVER_ATTENTION_HEAD_GROUP_H_
+#define FAVOR_SERVER_ATTENTION_HEAD_GROUP_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+namespace favor::attention {
+
+struct HeadGroup {
+  at::Tensor query;  // (G, Lq, d), any float dtype, rows may be strided
+  at::Tensor key;    // (G, Lk, d)
+  at::Tensor value;  // (G, Lk, dv)
+  at::Tensor keep;   // (Lk) bool on the same device, or undefined: keep all
+  at::Tensor out;    // (G, Lq, dv) view the result is written into
+};
+
+// A contiguous range [begin, end) of one group's tokens: the unit a CPU
+// thread takes.
+struct TokenRange {
+  size_t group = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// Splits each group's `length(group)` tokens into ranges of whole chunks so
+// that there are about `target_tasks` ranges in all (at least one per
+// non-empty group). Ranges of a group come in token order.
+template <typename LengthFn>
+std::vector<TokenRange> SplitIntoRanges(size_t num_groups, LengthFn length,
+                                        int64_t chunk, int64_t target_tasks) {
+  std::vector<TokenRange> ranges;
+  const int64_t per_group = std::max<int64_t>(
+      1, (target_tasks + static_cast<int64_t>(num_groups) - 1) /
+             std::max<int64_t>(1, static_cast<int64_t>(num_groups)));
+  for (size_t g = 0; g < num_groups; ++g) {
+    const int64_t tokens = length(g);
+    if (tokens == 0) continue;
+    const int64_t chunks = (tokens + chunk - 1) / chunk;
+    const int64_t parts = std::min(per_group, chunks);
+    const int64_t chunks_per_part = (chunks + parts - 1) / parts;
+    for (int64_t begin = 0; begin < tokens; begin += chunks_per_part * chunk) {
+      ranges.push_back(
+          {g, begin, std::min(tokens, begin + chunks_per_part * chunk)});
+    }
+  }
+  return ranges;
+}
+
+}  // namespace favor::attention
+
+#endif  // FAVOR_SERVER_ATTENTION_HEAD_GROUP_H_

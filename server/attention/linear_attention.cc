@@ -1,0 +1,453 @@
+#include "server/attention/linear_attention.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "server/attention/cpu_kernels.h"
+
+namespace favor::attention {
+namespace {
+
+// Σ over a range of keys of φ̃(k)[v | 1]ᵀ, where φ̃ is the key feature
+// shifted by `shift` and without ε, and of [v | 1] itself (for the ε term).
+// Masked keys contribute nothing.
+struct KeyState {
+  at::Tensor sums;        // (G, F, dv + 1)
+  at::Tensor shift;       // (G, 1, 1) or (G, 1, F); undefined: no shift
+  at::Tensor value_sums;  // (G, 1, dv + 1)
+};
+
+// Everything a pass needs, fixed for one call.
+class LinearAttention {
+ public:
+  LinearAttention(const FeatureContext& context,
+                  const AttentionOptions& options)
+      : context_(context), options_(options) {}
+
+  KeyState EmptyState(const HeadGroup& group) const;
+  KeyState AccumulateKeys(const HeadGroup& group, int64_t begin,
+                          int64_t end) const;
+  // Folds `part` into `total` (both shifted to the larger shift).
+  void Merge(KeyState& total, const KeyState& part) const;
+  // The state queries multiply: [Σφ(k)vᵀ | Σφ(k)] with ε folded in, or for
+  // kExp the per-feature normalised sums with a ones column.
+  at::Tensor QueryState(const KeyState& keys) const;
+  void Queries(const HeadGroup& group, const at::Tensor& state, int64_t begin,
+               int64_t end) const;
+  // Causal outputs for tokens [begin, end), given the keys before `begin`
+  // (`prefix`, shifted by the sequence's `shift`).
+  void CausalRange(const HeadGroup& group, KeyState prefix,
+                   const at::Tensor& shift, int64_t begin, int64_t end) const;
+
+ private:
+  bool UseCpuFastPath(const HeadGroup& group) const;
+  KeyState AccumulateKeysCpu(const HeadGroup& group, int64_t begin,
+                             int64_t end) const;
+  void QueriesCpu(const HeadGroup& group, const at::Tensor& state,
+                  int64_t begin, int64_t end) const;
+  void CausalChunk(const HeadGroup& group, KeyState& prefix,
+                   const at::Tensor& shift, int64_t begin, int64_t end) const;
+  void CausalChunkExp(const HeadGroup& group, KeyState& prefix,
+                      const at::Tensor& shift, int64_t begin,
+                      int64_t end) const;
+  at::Tensor ValuesWithOnes(const HeadGroup& group, int64_t begin,
+                            int64_t end) const;
+  at::Tensor KeepSlice(const HeadGroup& group, int64_t begin,
+                       int64_t end) const;
+
+  const FeatureContext& context_;
+  const AttentionOptions& options_;
+};
+
+// num / den over the last column of `with_denominator` (..., dv + 1); 0
+// where the denominator is 0 (no key to attend to).
+at::Tensor DivideByLastColumn(const at::Tensor& with_denominator) {
+  const int64_t dv = with_denominator.size(-1) - 1;
+  const at::Tensor num = with_denominator.narrow(-1, 0, dv);
+  const at::Tensor den = with_denominator.narrow(-1, dv, 1);
+  return at::where(den == 0, at::zeros({}, num.options()), num / den);
+}
+
+void Rescale(KeyState& state, const at::Tensor& new_shift) {
+  if (!state.shift.defined()) return;
+  state.sums.mul_(at::exp(state.shift - new_shift).transpose(1, 2));
+  state.shift = new_shift;
+}
+
+KeyState LinearAttention::EmptyState(const HeadGroup& group) const {
+  const int64_t g = group.key.size(0);
+  const int64_t f = context_.num_features();
+  const int64_t dv = group.value.size(2);
+  const auto opts = group.key.options().dtype(at::kFloat);
+  KeyState state{at::zeros({g, f, dv + 1}, opts), at::Tensor(),
+                 at::zeros({g, 1, dv + 1}, opts)};
+  switch (context_.traits().key_shift) {
+    case KeyShift::kScalar:
+      state.shift = at::full({g, 1, 1}, FeatureContext::kEmptyShift, opts);
+      break;
+    case KeyShift::kPerFeature:
+      state.shift = at::full({g, 1, f}, FeatureContext::kEmptyShift, opts);
+      break;
+    case KeyShift::kNone:
+      break;
+  }
+  return state;
+}
+
+at::Tensor LinearAttention::KeepSlice(const HeadGroup& group, int64_t begin,
+                                      int64_t end) const {
+  if (!group.keep.defined()) return at::Tensor();
+  return group.keep.narrow(0, begin, end - begin);
+}
+
+at::Tensor LinearAttention::ValuesWithOnes(const HeadGroup& group,
+                                           int64_t begin, int64_t end) const {
+  const at::Tensor v = group.value.narrow(1, begin, end - begin).to(at::kFloat);
+  at::Tensor ones = at::ones({v.size(0), v.size(1), 1}, v.options());
+  at::Tensor with_ones = at::cat({v, ones}, -1);
+  const at::Tensor keep = KeepSlice(group, begin, end);
+  if (!keep.defined()) return with_ones;
+  return with_ones.masked_fill(keep.logical_not().view({1, -1, 1}), 0.0f);
+}
+
+bool LinearAttention::UseCpuFastPath(const HeadGroup& group) const {
+  return context_.kernel() == Kernel::kFavorPositive &&
+         group.key.device().is_cpu() && group.key.size(0) == 1 &&
+         group.query.scalar_type() == at::kFloat &&
+         group.key.scalar_type() == at::kFloat &&
+         group.value.scalar_type() == at::kFloat &&
+         group.out.scalar_type() == at::kFloat && group.query.stride(2) == 1 &&
+         group.key.stride(2) == 1 && group.value.stride(2) == 1 &&
+         group.out.stride(2) == 1;
+}
+
+KeyState LinearAttention::AccumulateKeys(const HeadGroup& group, int64_t begin,
+                                         int64_t end) const {
+  if (UseCpuFastPath(group)) return AccumulateKeysCpu(group, begin, end);
+  KeyState state = EmptyState(group);
+  for (int64_t start = begin; start < end; start += options_.chunk_tokens) {
+    const int64_t stop = std::min(end, start + options_.chunk_tokens);
+    const at::Tensor x = group.key.narrow(1, start, stop - start);
+    const at::Tensor keep = KeepSlice(group, start, stop);
+    const at::Tensor u = context_.Project(x);
+    const at::Tensor half = context_.HalfSquaredNorm(x);
+    if (state.shift.defined()) {
+      Rescale(state,
+              at::maximum(state.shift, context_.KeyShift(u, half, keep)));
+    }
+    at::Tensor features = context_.KeyFeatures(u, half, state.shift);
+    if (keep.defined()) {
+      features.masked_fill_(keep.logical_not().view({1, -1, 1}), 0.0f);
+    }
+    const at::Tensor values = ValuesWithOnes(group, start, stop);
+    state.sums.baddbmm_(features.transpose(1, 2), values);
+    state.value_sums.add_(values.sum(1, /*keepdim=*/true));
+  }
+  return state;
+}
+
+KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
+                                            int64_t begin, int64_t end) const {
+  const int64_t d = group.key.size(2), dv = group.value.size(2);
+  const int64_t m = context_.num_features();
+  const int64_t chunk = options_.chunk_tokens;
+  KeyState state = EmptyState(group);
+  at::Tensor sums = state.sums[0];
+  float* value_sums = state.value_sums.data_ptr<float>();
+  at::Tensor u = at::empty({chunk, m}, at::kFloat);
+  at::Tensor values = at::empty({chunk, dv + 1}, at::kFloat);
+  std::vector<float> half(chunk);
+  float shift = FeatureContext::kEmptyShift;
+  const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
+  for (int64_t start = begin; start < end; start += chunk) {
+    const int64_t rows = std::min(end, start + chunk) - start;
+    const at::Tensor x = group.key[0].narrow(0, start, rows);
+    const at::Tensor v = group.value[0].narrow(0, start, rows);
+    const uint8_t* keep =
+        group.keep.defined()
+            ? reinterpret_cast<const uint8_t*>(group.keep.data_ptr<bool>()) +
+                  start
+            : nullptr;
+    at::Tensor u_rows = u.narrow(0, 0, rows);
+    at::Tensor values_rows = values.narrow(0, 0, rows);
+    at::mm_out(u_rows, x, context_.scaled_projection_t());
+    cpu::RowSquaredNorms(x.data_ptr<float>(), rows, d, x.stride(0), half_scale,
+                         half.data());
+    const float chunk_max =
+        cpu::MaxOfRows(u_rows.data_ptr<float>(), keep, rows, m, shift);
+    if (chunk_max > shift) {
+      sums.mul_(std::exp(shift - chunk_max));
+      shift = chunk_max;
+    }
+    cpu::ExpShifted(u_rows.data_ptr<float>(), half.data(), keep, shift, rows,
+                    m);
+    cpu::AppendOnesColumn(v.data_ptr<float>(), rows, dv, v.stride(0), keep,
+                          values_rows.data_ptr<float>());
+    sums.addmm_(u_rows.t(), values_rows);
+    const float* vp = values_rows.data_ptr<float>();
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t c = 0; c <= dv; ++c) value_sums[c] += vp[i * (dv + 1) + c];
+    }
+  }
+  state.shift.fill_(shift);
+  return state;
+}
+
+void LinearAttention::Merge(KeyState& total, const KeyState& part) const {
+  KeyState scaled = part;
+  if (total.shift.defined()) {
+    const at::Tensor shift = at::maximum(total.shift, part.shift);
+    Rescale(total, shift);
+    scaled.sums = part.sums.clone();
+    Rescale(scaled, shift);
+  }
+  total.sums.add_(scaled.sums);
+  total.value_sums.add_(part.value_sums);
+}
+
+at::Tensor LinearAttention::QueryState(const KeyState& keys) const {
+  if (context_.kernel() == Kernel::kExp) {
+    const at::Tensor normalised = DivideByLastColumn(keys.sums);
+    return at::cat({normalised, at::ones_like(keys.sums.narrow(-1, 0, 1))}, -1);
+  }
+  if (context_.epsilon() != 0.0f) {
+    return keys.sums + context_.epsilon() * keys.value_sums;
+  }
+  return keys.sums;
+}
+
+void LinearAttention::Queries(const HeadGroup& group, const at::Tensor& state,
+                              int64_t begin, int64_t end) const {
+  if (UseCpuFastPath(group)) return QueriesCpu(group, state, begin, end);
+  for (int64_t start = begin; start < end; start += options_.chunk_tokens) {
+    const int64_t stop = std::min(end, start + options_.chunk_tokens);
+    const at::Tensor x = group.query.narrow(1, start, stop - start);
+    const at::Tensor features = context_.QueryFeatures(
+        context_.Project(x), context_.HalfSquaredNorm(x));
+    group.out.narrow(1, start, stop - start)
+        .copy_(DivideByLastColumn(at::bmm(features, state)));
+  }
+}
+
+void LinearAttention::QueriesCpu(const HeadGroup& group,
+                                 const at::Tensor& state, int64_t begin,
+                                 int64_t end) const {
+  const int64_t d = group.query.size(2), dv = group.value.size(2);
+  const int64_t m = context_.num_features();
+  const int64_t chunk = options_.chunk_tokens;
+  at::Tensor u = at::empty({chunk, m}, at::kFloat);
+  at::Tensor numerators = at::empty({chunk, dv + 1}, at::kFloat);
+  std::vector<float> half(chunk);
+  const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
+  const at::Tensor out = group.out[0];
+  for (int64_t start = begin; start < end; start += chunk) {
+    const int64_t rows = std::min(end, start + chunk) - start;
+    const at::Tensor x = group.query[0].narrow(0, start, rows);
+    at::Tensor u_rows = u.narrow(0, 0, rows);
+    at::Tensor num_rows = numerators.narrow(0, 0, rows);
+    at::mm_out(u_rows, x, context_.scaled_projection_t());
+    cpu::RowSquaredNorms(x.data_ptr<float>(), rows, d, x.stride(0), half_scale,
+                         half.data());
+    cpu::QueryFeatures(u_rows.data_ptr<float>(), half.data(), rows, m,
+                       context_.epsilon());
+    at::mm_out(num_rows, u_rows, state[0]);
+    cpu::DivideByLastColumn(num_rows.data_ptr<float>(), rows, dv,
+                            out.data_ptr<float>() + start * out.stride(0),
+                            out.stride(0));
+  }
+}
+
+void LinearAttention::CausalRange(const HeadGroup& group, KeyState prefix,
+                                  const at::Tensor& shift, int64_t begin,
+                                  int64_t end) const {
+  for (int64_t start = begin; start < end;
+       start += options_.causal_chunk_tokens) {
+    const int64_t stop = std::min(end, start + options_.causal_chunk_tokens);
+    if (context_.kernel() == Kernel::kExp) {
+      CausalChunkExp(group, prefix, shift, start, stop);
+    } else {
+      CausalChunk(group, prefix, shift, start, stop);
+    }
+  }
+}
+
+// One causal chunk: the exact masked product inside the chunk plus the
+// prefix state of everything before it; then the chunk joins the prefix.
+void LinearAttention::CausalChunk(const HeadGroup& group, KeyState& prefix,
+                                  const at::Tensor& shift, int64_t begin,
+                                  int64_t end) const {
+  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
+  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
+  const at::Tensor query_features = context_.QueryFeatures(
+      context_.Project(xq), context_.HalfSquaredNorm(xq));
+  at::Tensor key_features =
+      context_.KeyFeatures(context_.Project(xk), context_.HalfSquaredNorm(xk),
+                           shift) +
+      context_.epsilon();
+  const at::Tensor keep = KeepSlice(group, begin, end);
+  if (keep.defined()) {
+    key_features.masked_fill_(keep.logical_not().view({1, -1, 1}), 0.0f);
+  }
+  const at::Tensor values = ValuesWithOnes(group, begin, end);
+  const at::Tensor scores =
+      at::bmm(query_features, key_features.transpose(1, 2)).tril_();
+  at::Tensor numerators = at::bmm(scores, values);
+  numerators.baddbmm_(query_features, prefix.sums);
+  group.out.narrow(1, begin, end - begin).copy_(DivideByLastColumn(numerators));
+  prefix.sums.baddbmm_(key_features.transpose(1, 2), values);
+}
+
+// kExp normalises each key feature over the keys a query sees, so the
+// prefix is normalised per position: cumulative sums inside the chunk,
+// (G, c, F, dv + 1), which is chunk-sized, never sequence-sized.
+void LinearAttention::CausalChunkExp(const HeadGroup& group, KeyState& prefix,
+                                     const at::Tensor& shift, int64_t begin,
+                                     int64_t end) const {
+  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
+  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
+  const at::Tensor query_features = context_.QueryFeatures(
+      context_.Project(xq), context_.HalfSquaredNorm(xq));
+  at::Tensor key_features = context_.KeyFeatures(
+      context_.Project(xk), context_.HalfSquaredNorm(xk), shift);
+  const at::Tensor keep = KeepSlice(group, begin, end);
+  if (keep.defined()) {
+    key_features.masked_fill_(keep.logical_not().view({1, -1, 1}), 0.0f);
+  }
+  const at::Tensor values = ValuesWithOnes(group, begin, end);
+  const at::Tensor cumulative =
+      (key_features.unsqueeze(-1) * values.unsqueeze(2)).cumsum(1) +
+      prefix.sums.unsqueeze(1);
+  const at::Tensor normalised = DivideByLastColumn(cumulative);
+  group.out.narrow(1, begin, end - begin)
+      .copy_((query_features.unsqueeze(-1) * normalised).sum(2));
+  prefix.sums.copy_(cumulative.select(1, cumulative.size(1) - 1));
+}
+
+// Runs f(range) for every range, on the intra-op threads when on CPU.
+template <typename Fn>
+void ForEachRange(const std::vector<TokenRange>& ranges, bool parallel,
+                  Fn&& f) {
+  if (!parallel) {
+    for (const TokenRange& range : ranges) f(range);
+    return;
+  }
+  at::parallel_for(0, static_cast<int64_t>(ranges.size()), 1,
+                   [&](int64_t first, int64_t last) {
+                     for (int64_t i = first; i < last; ++i) f(ranges[i]);
+                   });
+}
+
+int64_t TargetTasks(bool parallel, size_t groups) {
+  return parallel ? 4 * static_cast<int64_t>(at::get_num_threads())
+                  : static_cast<int64_t>(groups);
+}
+
+// Key sums of every range, in parallel.
+std::vector<KeyState> AccumulateRanges(const LinearAttention& attention,
+                                       const std::vector<HeadGroup>& groups,
+                                       const std::vector<TokenRange>& ranges,
+                                       bool parallel) {
+  std::vector<KeyState> parts(ranges.size());
+  std::vector<size_t> index(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i) index[i] = i;
+  at::parallel_for(0, static_cast<int64_t>(ranges.size()),
+                   parallel ? 1 : static_cast<int64_t>(ranges.size()) + 1,
+                   [&](int64_t first, int64_t last) {
+                     for (int64_t i = first; i < last; ++i) {
+                       const TokenRange& r = ranges[i];
+                       parts[i] = attention.AccumulateKeys(groups[r.group],
+                                                           r.begin, r.end);
+                     }
+                   });
+  return parts;
+}
+
+void RunNonCausal(const LinearAttention& attention,
+                  const AttentionOptions& options,
+                  const std::vector<HeadGroup>& groups, bool parallel) {
+  const int64_t tasks = TargetTasks(parallel, groups.size());
+  const std::vector<TokenRange> key_ranges = SplitIntoRanges(
+      groups.size(), [&](size_t g) { return groups[g].key.size(1); },
+      options.chunk_tokens, tasks);
+  const std::vector<KeyState> parts =
+      AccumulateRanges(attention, groups, key_ranges, parallel);
+  std::vector<KeyState> totals;
+  for (const HeadGroup& group : groups) {
+    totals.push_back(attention.EmptyState(group));
+  }
+  for (size_t i = 0; i < key_ranges.size(); ++i) {
+    attention.Merge(totals[key_ranges[i].group], parts[i]);
+  }
+  std::vector<at::Tensor> states;
+  for (const KeyState& total : totals) {
+    states.push_back(attention.QueryState(total));
+  }
+  const std::vector<TokenRange> query_ranges = SplitIntoRanges(
+      groups.size(), [&](size_t g) { return groups[g].query.size(1); },
+      options.chunk_tokens, tasks);
+  ForEachRange(query_ranges, parallel, [&](const TokenRange& r) {
+    attention.Queries(groups[r.group], states[r.group], r.begin, r.end);
+  });
+}
+
+// Causal: the key sums of each range (in parallel), then each range's
+// prefix (a scan over ranges, in order), then each range's outputs (in
+// parallel). Every range uses its sequence's global key shift, as the
+// reference implementation does.
+void RunCausal(const LinearAttention& attention,
+               const AttentionOptions& options, float epsilon,
+               const std::vector<HeadGroup>& groups, bool parallel) {
+  const std::vector<TokenRange> ranges = SplitIntoRanges(
+      groups.size(), [&](size_t g) { return groups[g].key.size(1); },
+      options.causal_chunk_tokens, TargetTasks(parallel, groups.size()));
+  const std::vector<KeyState> parts =
+      AccumulateRanges(attention, groups, ranges, parallel);
+  std::vector<KeyState> totals;
+  for (const HeadGroup& group : groups) {
+    totals.push_back(attention.EmptyState(group));
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    attention.Merge(totals[ranges[i].group], parts[i]);
+  }
+  // Prefixes with the global shift: shifting to the total's shift first
+  // makes every merge below a plain sum.
+  std::vector<KeyState> prefixes(ranges.size());
+  std::vector<KeyState> running;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    running.push_back(attention.EmptyState(groups[g]));
+    if (totals[g].shift.defined()) running[g].shift = totals[g].shift.clone();
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    KeyState& run = running[ranges[i].group];
+    prefixes[i] = {run.sums + epsilon * run.value_sums, run.shift,
+                   run.value_sums.clone()};
+    attention.Merge(run, parts[i]);
+  }
+  ForEachRange(ranges, parallel, [&](const TokenRange& r) {
+    const KeyState& prefix = prefixes[&r - ranges.data()];
+    attention.CausalRange(
+        groups[r.group], {prefix.sums.clone(), prefix.shift, prefix.value_sums},
+        totals[r.group].shift, r.begin, r.end);
+  });
+}
+
+}  // namespace
+
+void RunLinearAttention(const FeatureContext& context,
+                        const AttentionOptions& options,
+                        const std::vector<HeadGroup>& groups) {
+  if (groups.empty()) return;
+  const LinearAttention attention(context, options);
+  const bool parallel = groups.front().query.device().is_cpu();
+  if (options.causal) {
+    RunCausal(attention, options, context.epsilon(), groups, parallel);
+  } else {
+    RunNonCausal(attention, options, groups, parallel);
+  }
+}
+
+}  // namespace favor::attention

@@ -1,0 +1,351 @@
+#include "server/attention/attention.h"
+
+#include <ATen/ATen.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "server/attention/feature_map.h"
+#include "server/attention/projection.h"
+
+namespace favor::attention {
+namespace {
+
+constexpr int64_t kHeads = 3, kDim = 16, kValueDim = 8, kFeatures = 32;
+const Kernel kLinearKernels[] = {
+    Kernel::kFavorPositive, Kernel::kFavorHyperbolic, Kernel::kTrigonometric,
+    Kernel::kRelu,          Kernel::kEluPlusOne,      Kernel::kExp};
+
+at::Tensor TestProjection() {
+  ProjectionOptions options;
+  options.num_features = kFeatures;
+  options.head_dim = kDim;
+  options.seed = 11;
+  return *DrawProjection(options);
+}
+
+// max |a − b| / max |b|: the error relative to the output's scale.
+double RelativeError(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor bd = b.to(at::kDouble);
+  return ((a.to(at::kDouble) - bd).abs().max() /
+          bd.abs().max().clamp_min(1e-30))
+      .item<double>();
+}
+
+AttentionOptions Options(Kernel kernel, bool causal) {
+  AttentionOptions options;
+  options.kernel = kernel;
+  options.causal = causal;
+  // Small chunks and tiles so that short test sequences cross many of them.
+  options.chunk_tokens = 16;
+  options.causal_chunk_tokens = 8;
+  options.exact_query_tile = 16;
+  options.exact_key_tile = 24;
+  return options;
+}
+
+at::Tensor AttendOrDie(const at::Tensor& q, const at::Tensor& k,
+                       const at::Tensor& v, const at::Tensor& mask,
+                       const AttentionOptions& options) {
+  auto out = Attend(q, k, v, TestProjection(), mask, options);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : at::Tensor();
+}
+
+// softmax(QKᵀ/√d)V, in double, straight from the definition.
+at::Tensor DirectSoftmax(const at::Tensor& q, const at::Tensor& k,
+                         const at::Tensor& v, bool causal) {
+  at::Tensor scores =
+      at::matmul(q.to(at::kDouble), k.to(at::kDouble).transpose(-1, -2)) /
+      std::sqrt(double(q.size(-1)));
+  if (causal) {
+    const int64_t lq = q.size(-2), lk = k.size(-2);
+    scores.masked_fill_(at::ones({lq, lk}, at::kBool).triu(1), -INFINITY);
+  }
+  return at::matmul(at::softmax(scores, -1), v.to(at::kDouble));
+}
+
+// Linear attention as an explicit L×L computation with the same features
+// (FeatureMap's query and key roles), in double.
+at::Tensor ExplicitLinear(Kernel kernel, const at::Tensor& q,
+                          const at::Tensor& k, const at::Tensor& v,
+                          bool causal) {
+  if (kernel == Kernel::kExp) {
+    // Shen et al.: softmax of each query over channels, of each key channel
+    // over the keys it may see.
+    const at::Tensor rq = at::softmax(q.to(at::kDouble), -1);
+    const at::Tensor kd = k.to(at::kDouble), vd = v.to(at::kDouble);
+    if (!causal) {
+      return at::matmul(rq,
+                        at::matmul(at::softmax(kd, -2).transpose(-1, -2), vd));
+    }
+    std::vector<at::Tensor> rows;
+    for (int64_t i = 0; i < q.size(-2); ++i) {
+      const at::Tensor prefix = at::softmax(kd.narrow(-2, 0, i + 1), -2);
+      const at::Tensor state =
+          at::matmul(prefix.transpose(-1, -2), vd.narrow(-2, 0, i + 1));
+      rows.push_back(at::matmul(rq.narrow(-2, i, 1), state));
+    }
+    return at::cat(rows, -2);
+  }
+  const at::Tensor w = TestProjection();
+  const at::Tensor fq =
+      FeatureMap(q, kernel, w, FeatureRole::kQuery, 1e-4f)->to(at::kDouble);
+  const at::Tensor fk =
+      FeatureMap(k, kernel, w, FeatureRole::kKey, 1e-4f)->to(at::kDouble);
+  at::Tensor scores = at::matmul(fq, fk.transpose(-1, -2));
+  if (causal) scores = scores.tril();
+  return at::matmul(scores, v.to(at::kDouble)) / scores.sum(-1, true);
+}
+
+std::string KernelTestName(const testing::TestParamInfo<Kernel>& param_info) {
+  std::string name(KernelName(param_info.param));
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+struct Inputs {
+  at::Tensor q, k, v;
+};
+
+// Trig features can be negative, so its denominators can come near zero,
+// where any two summation orders disagree; small inputs keep its estimate
+// (and so its denominators) close to the positive softmax one.
+double InputScale(Kernel kernel) {
+  return kernel == Kernel::kTrigonometric ? 0.3 : 1.0;
+}
+
+Inputs RandomInputs(int64_t batch, int64_t lq, int64_t lk, uint64_t seed,
+                    double scale = 1.0) {
+  at::manual_seed(seed);
+  return {at::randn({batch, kHeads, lq, kDim}) * scale,
+          at::randn({batch, kHeads, lk, kDim}) * scale,
+          at::randn({batch, kHeads, lk, kValueDim})};
+}
+
+TEST(ExactAttentionTest, MatchesDirectSoftmax) {
+  for (bool causal : {false, true}) {
+    const Inputs in = RandomInputs(2, 100, 100, 1);
+    const at::Tensor out = AttendOrDie(in.q, in.k, in.v, at::Tensor(),
+                                       Options(Kernel::kSoftmaxExact, causal));
+    EXPECT_LT(RelativeError(out, DirectSoftmax(in.q, in.k, in.v, causal)), 1e-5)
+        << "causal=" << causal;
+  }
+}
+
+TEST(ExactAttentionTest, CrossAttentionMatchesDirectSoftmax) {
+  const Inputs in = RandomInputs(2, 37, 90, 2);
+  const at::Tensor out = AttendOrDie(in.q, in.k, in.v, at::Tensor(),
+                                     Options(Kernel::kSoftmaxExact, false));
+  EXPECT_LT(RelativeError(out, DirectSoftmax(in.q, in.k, in.v, false)), 1e-5);
+}
+
+class LinearKernelTest : public testing::TestWithParam<Kernel> {};
+
+TEST_P(LinearKernelTest, NonCausalMatchesExplicitComputation) {
+  const Inputs in = RandomInputs(2, 100, 100, 3, InputScale(GetParam()));
+  const at::Tensor out =
+      AttendOrDie(in.q, in.k, in.v, at::Tensor(), Options(GetParam(), false));
+  EXPECT_LT(
+      RelativeError(out, ExplicitLinear(GetParam(), in.q, in.k, in.v, false)),
+      1e-5);
+}
+
+TEST_P(LinearKernelTest, CausalMatchesExplicitMaskedComputation) {
+  const Inputs in = RandomInputs(2, 100, 100, 4, InputScale(GetParam()));
+  const at::Tensor out =
+      AttendOrDie(in.q, in.k, in.v, at::Tensor(), Options(GetParam(), true));
+  EXPECT_LT(
+      RelativeError(out, ExplicitLinear(GetParam(), in.q, in.k, in.v, true)),
+      1e-5);
+}
+
+TEST_P(LinearKernelTest, CrossAttentionMatchesExplicitComputation) {
+  const Inputs in = RandomInputs(1, 45, 70, 5, InputScale(GetParam()));
+  const at::Tensor out =
+      AttendOrDie(in.q, in.k, in.v, at::Tensor(), Options(GetParam(), false));
+  EXPECT_LT(
+      RelativeError(out, ExplicitLinear(GetParam(), in.q, in.k, in.v, false)),
+      1e-5);
+}
+
+TEST_P(LinearKernelTest, ChunkedEqualsUnchunked) {
+  for (bool causal : {false, true}) {
+    const Inputs in = RandomInputs(1, 200, 200, 6, InputScale(GetParam()));
+    AttentionOptions small = Options(GetParam(), causal);
+    small.chunk_tokens = 7;
+    small.causal_chunk_tokens = 5;
+    AttentionOptions whole = Options(GetParam(), causal);
+    whole.chunk_tokens = whole.causal_chunk_tokens = 1 << 20;
+    EXPECT_LT(RelativeError(AttendOrDie(in.q, in.k, in.v, at::Tensor(), small),
+                            AttendOrDie(in.q, in.k, in.v, at::Tensor(), whole)),
+              1e-5)
+        << "causal=" << causal;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLinearKernels, LinearKernelTest,
+                         testing::ValuesIn(kLinearKernels), KernelTestName);
+
+class AllKernelsTest : public testing::TestWithParam<Kernel> {};
+
+// Packed sequences, each with its own key sums and key max, give what each
+// sequence gives alone, whatever it is packed with: the neighbours here have
+// ten times larger keys, so a shared max would change the result.
+TEST_P(AllKernelsTest, PackedEqualsOneSequenceAtATime) {
+  for (bool causal : {false, true}) {
+    at::manual_seed(7);
+    const std::vector<int64_t> lengths = {37, 1, 90, 0, 20};
+    std::vector<int64_t> offsets = {0};
+    std::vector<at::Tensor> qs, ks, vs;
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      const double scale = (s % 2 == 0 ? 1.0 : 10.0) * InputScale(GetParam());
+      qs.push_back(at::randn({lengths[s], kHeads, kDim}) *
+                   InputScale(GetParam()));
+      ks.push_back(at::randn({lengths[s], kHeads, kDim}) * scale);
+      vs.push_back(at::randn({lengths[s], kHeads, kValueDim}));
+      offsets.push_back(offsets.back() + lengths[s]);
+    }
+    const AttentionOptions options = Options(GetParam(), causal);
+    auto packed = AttendPacked(at::cat(qs), at::cat(ks), at::cat(vs), offsets,
+                               offsets, TestProjection(), options);
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      if (lengths[s] == 0) continue;
+      const auto dense = [](const at::Tensor& t) {
+        return t.permute({1, 0, 2}).unsqueeze(0);
+      };
+      const at::Tensor alone =
+          AttendOrDie(dense(qs[s]), dense(ks[s]), dense(vs[s]), at::Tensor(),
+                      options)[0]
+              .permute({1, 0, 2});
+      EXPECT_LT(RelativeError(packed->narrow(0, offsets[s], lengths[s]), alone),
+                1e-5)
+          << "sequence " << s << " causal=" << causal;
+    }
+  }
+}
+
+// A padded batch equals its unpadded sequences: padding keys (filled with
+// large garbage here) are ignored by every query.
+TEST_P(AllKernelsTest, PaddedBatchEqualsUnpaddedSequences) {
+  for (bool causal : {false, true}) {
+    const Inputs in = RandomInputs(2, 80, 80, 8, InputScale(GetParam()));
+    const int64_t lengths[2] = {50, 80};
+    at::Tensor k = in.k.clone(), v = in.v.clone();
+    at::Tensor mask = at::zeros({2, 80}, at::kBool);
+    k[0].narrow(1, 50, 30).fill_(1000.0f);
+    v[0].narrow(1, 50, 30).fill_(1000.0f);
+    mask[0].narrow(0, 50, 30).fill_(true);
+    const AttentionOptions options = Options(GetParam(), causal);
+    const at::Tensor padded = AttendOrDie(in.q, k, v, mask, options);
+    for (int b = 0; b < 2; ++b) {
+      const int64_t n = lengths[b];
+      const at::Tensor alone = AttendOrDie(in.q.narrow(0, b, 1).narrow(2, 0, n),
+                                           in.k.narrow(0, b, 1).narrow(2, 0, n),
+                                           in.v.narrow(0, b, 1).narrow(2, 0, n),
+                                           at::Tensor(), options);
+      EXPECT_LT(RelativeError(padded.narrow(0, b, 1).narrow(2, 0, n), alone),
+                1e-5)
+          << "batch " << b << " causal=" << causal;
+    }
+  }
+}
+
+TEST_P(AllKernelsTest, NoKeyToAttendToGivesZeros) {
+  const Inputs in = RandomInputs(1, 10, 10, 9);
+  const at::Tensor mask = at::ones({1, 10}, at::kBool);
+  const at::Tensor out =
+      AttendOrDie(in.q, in.k, in.v, mask, Options(GetParam(), false));
+  EXPECT_TRUE(at::equal(out, at::zeros_like(out)));
+}
+
+TEST_P(AllKernelsTest, HalfPrecisionInputsFollowFloat32) {
+  const Inputs in = RandomInputs(1, 64, 64, 10, InputScale(GetParam()));
+  const AttentionOptions options = Options(GetParam(), false);
+  const at::Tensor reference =
+      AttendOrDie(in.q, in.k, in.v, at::Tensor(), options);
+  for (at::ScalarType type : {at::kBFloat16, at::kHalf}) {
+    const at::Tensor out = AttendOrDie(in.q.to(type), in.k.to(type),
+                                       in.v.to(type), at::Tensor(), options);
+    ASSERT_EQ(out.scalar_type(), type);
+    // Inputs rounded to 8 (bf16) or 11 (fp16) bits of mantissa; the output
+    // follows to a few of their units in the last place.
+    EXPECT_LT(RelativeError(out, reference),
+              type == at::kBFloat16 ? 5e-2 : 1e-2)
+        << c10::toString(type);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, AllKernelsTest,
+                         testing::Values(Kernel::kSoftmaxExact,
+                                         Kernel::kFavorPositive,
+                                         Kernel::kFavorHyperbolic,
+                                         Kernel::kTrigonometric, Kernel::kRelu,
+                                         Kernel::kEluPlusOne, Kernel::kExp),
+                         KernelTestName);
+
+// Large-norm inputs: the stabilisers keep FAVOR+ finite.
+TEST(AttentionTest, LargeNormInputsStayFinite) {
+  Inputs in = RandomInputs(1, 64, 64, 12);
+  for (bool causal : {false, true}) {
+    const at::Tensor out =
+        AttendOrDie(in.q * 300, in.k * 300, in.v, at::Tensor(),
+                    Options(Kernel::kFavorPositive, causal));
+    EXPECT_TRUE(at::isfinite(out).all().item<bool>());
+  }
+}
+
+// Each error names what is wrong.
+TEST(AttentionTest, ErrorsNameTheProblem) {
+  const Inputs in = RandomInputs(1, 8, 8, 13);
+  const AttentionOptions options = Options(Kernel::kFavorPositive, false);
+  const at::Tensor w = TestProjection();
+  const auto message = [&](const absl::StatusOr<at::Tensor>& result) {
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(result.status().message());
+  };
+  using testing::HasSubstr;
+  EXPECT_THAT(message(Attend(in.q, in.k.narrow(3, 0, 8), in.v, w, {}, options)),
+              HasSubstr("disagree"));
+  EXPECT_THAT(message(Attend(in.q[0], in.k, in.v, w, {}, options)),
+              HasSubstr("query must have shape"));
+  EXPECT_THAT(message(Attend(in.q.to(at::kDouble), in.k, in.v, w, {}, options)),
+              HasSubstr("Double"));
+  EXPECT_THAT(message(Attend(in.q, in.k.to(at::kHalf), in.v, w, {}, options)),
+              HasSubstr("share a dtype"));
+  EXPECT_THAT(message(Attend(in.q, in.k, in.v, at::Tensor(), {}, options)),
+              HasSubstr("needs a projection"));
+  EXPECT_THAT(
+      message(Attend(in.q, in.k, in.v, at::randn({0, kDim}), {}, options)),
+      HasSubstr("m >= 1"));
+  EXPECT_THAT(
+      message(Attend(in.q, in.k, in.v, at::randn({8, kDim + 1}), {}, options)),
+      HasSubstr("d = 16"));
+  EXPECT_THAT(message(Attend(in.q, in.k, in.v, w, at::zeros({1, 7}, at::kBool),
+                             options)),
+              HasSubstr("key_padding_mask"));
+  AttentionOptions causal = options;
+  causal.causal = true;
+  EXPECT_THAT(message(Attend(in.q, in.k.narrow(2, 0, 4), in.v.narrow(2, 0, 4),
+                             w, {}, causal)),
+              HasSubstr("as many queries as keys"));
+  const at::Tensor packed = at::randn({8, kHeads, kDim});
+  const std::vector<int64_t> good = {0, 3, 8}, bad = {0, 5, 3, 8};
+  EXPECT_THAT(
+      message(AttendPacked(packed, packed, packed, bad, bad, w, options)),
+      HasSubstr("must not decrease"));
+  const std::vector<int64_t> short_offsets = {0, 3, 7};
+  EXPECT_THAT(message(AttendPacked(packed, packed, packed, short_offsets,
+                                   short_offsets, w, options)),
+              HasSubstr("end at the token count 8"));
+  EXPECT_TRUE(
+      AttendPacked(packed, packed, packed, good, good, w, options).ok());
+}
+
+}  // namespace
+}  // namespace favor::attention
