@@ -1,0 +1,538 @@
+#include "server/batching/batcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "server/batching/retry_hint.h"
+#include "server/common/status_macros.h"
+
+namespace favor::batching {
+namespace {
+
+// Retry hints are never shorter than this, so that a hint derived from a
+// fake clock or a very fast runner still tells a client to back off.
+constexpr absl::Duration kMinRetryAfter = absl::Milliseconds(1);
+// Weight of the newest batch in the compute-time moving average.
+constexpr double kBatchDurationSmoothing = 0.25;
+
+absl::Status CheckAtLeast(absl::string_view name, int64_t value,
+                          int64_t minimum) {
+  if (value >= minimum) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "Batcher::Options::", name, " must be >= ", minimum, ", got ", value));
+}
+
+absl::Status ValidateOptions(const Batcher::Options& options) {
+  RETURN_IF_ERROR(
+      CheckAtLeast("max_queue_requests", options.max_queue_requests, 1));
+  RETURN_IF_ERROR(
+      CheckAtLeast("max_queue_tokens", options.max_queue_tokens, 1));
+  RETURN_IF_ERROR(
+      CheckAtLeast("max_batch_tokens", options.max_batch_tokens, 1));
+  RETURN_IF_ERROR(
+      CheckAtLeast("max_batch_requests", options.max_batch_requests, 1));
+  RETURN_IF_ERROR(CheckAtLeast("max_consecutive_high_batches",
+                               options.max_consecutive_high_batches, 1));
+  RETURN_IF_ERROR(CheckAtLeast("num_workers", options.num_workers, 1));
+  if (options.max_queue_delay < absl::ZeroDuration() ||
+      options.max_queue_delay == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Batcher::Options::max_queue_delay must be finite and "
+                     ">= 0, got ",
+                     absl::FormatDuration(options.max_queue_delay)));
+  }
+  if (options.max_request_age <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Batcher::Options::max_request_age must be > 0, got ",
+                     absl::FormatDuration(options.max_request_age)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(
+    const Options& options, ModelRunner* runner, Clock* clock,
+    BatcherObserver* observer) {
+  RETURN_IF_ERROR(ValidateOptions(options));
+  if (runner == nullptr) {
+    return absl::InvalidArgumentError("Batcher::Create: runner is null");
+  }
+  std::unique_ptr<Batcher> batcher(new Batcher(
+      options, runner, clock != nullptr ? clock : RealClock::Get(), observer));
+  batcher->StartThreads();
+  return batcher;
+}
+
+Batcher::Batcher(const Options& options, ModelRunner* runner, Clock* clock,
+                 BatcherObserver* observer)
+    : options_(options),
+      runner_(runner),
+      clock_(clock),
+      observer_(observer),
+      batch_duration_estimate_(
+          std::max(options.max_queue_delay, kMinRetryAfter)) {}
+
+Batcher::~Batcher() { Shutdown(absl::ZeroDuration()); }
+
+void Batcher::StartThreads() {
+  absl::MutexLock lock(&threads_mu_);
+  former_ = std::thread([this] { FormerLoop(); });
+  for (int i = 0; i < options_.num_workers; ++i) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  }
+}
+
+void Batcher::JoinThreads() {
+  absl::MutexLock lock(&threads_mu_);
+  if (former_.joinable()) former_.join();
+  for (std::thread& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+}
+
+void Batcher::Shutdown(absl::Duration drain_timeout) {
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+    drain_deadline_ = std::min(drain_deadline_, clock_->Now() + drain_timeout);
+    former_wake_ = true;
+  }
+  JoinThreads();
+}
+
+// ---------------------------------------------------------------------------
+// Admission.
+
+absl::Status Batcher::Enqueue(std::unique_ptr<Request> request) {
+  CHECK(request != nullptr) << "Batcher::Enqueue: null request";
+  absl::Status status = CheckRequest(*request);
+  if (status.ok()) status = Admit(&request);
+  if (!status.ok()) request->Complete(status);
+  return status;
+}
+
+// Checks that need no lock: the request's own fields against the options.
+absl::Status Batcher::CheckRequest(const Request& request) const {
+  if (request.num_tokens < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request num_tokens must be >= 1, got ", request.num_tokens));
+  }
+  if (request.num_tokens > options_.max_queue_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request of ", request.num_tokens, " tokens exceeds max_queue_tokens=",
+        options_.max_queue_tokens, " of model '", options_.model_name, "'"));
+  }
+  if (request.num_tokens > options_.max_batch_tokens &&
+      !options_.run_oversize_alone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request of ", request.num_tokens, " tokens exceeds max_batch_tokens=",
+        options_.max_batch_tokens, " of model '", options_.model_name, "'"));
+  }
+  if (request.IsCancelled()) {
+    return absl::CancelledError("request cancelled before it was queued");
+  }
+  if (request.deadline <= clock_->Now()) {
+    return absl::DeadlineExceededError(
+        "deadline passed before the request was queued");
+  }
+  return absl::OkStatus();
+}
+
+// On OK, moves `*request` into the queue; otherwise leaves it with the caller.
+absl::Status Batcher::Admit(std::unique_ptr<Request>* request) {
+  absl::MutexLock lock(&mu_);
+  if (draining_) {
+    return absl::UnavailableError(
+        absl::StrCat("model '", options_.model_name, "' is shutting down"));
+  }
+  RETURN_IF_ERROR(CheckRoom((*request)->num_tokens));
+  (*request)->enqueue_time = clock_->Now();
+  queued_tokens_ += (*request)->num_tokens;
+  QueueOf((*request)->priority).push_back(std::move(*request));
+  former_wake_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Batcher::CheckRoom(int64_t num_tokens) const {
+  const int64_t num_queued = NumQueuedLocked();
+  if (num_queued >= options_.max_queue_requests) {
+    // The next batch to leave the queue makes room for one request.
+    return ResourceExhaustedWithRetry(
+        absl::StrCat("queue of model '", options_.model_name, "' is full: ",
+                     num_queued, " requests queued (max_queue_requests=",
+                     options_.max_queue_requests, ")"),
+        EstimateRetryAfter(1));
+  }
+  const int64_t excess =
+      queued_tokens_ + num_tokens - options_.max_queue_tokens;
+  if (excess > 0) {
+    const int64_t batches =
+        (excess + options_.max_batch_tokens - 1) / options_.max_batch_tokens;
+    return ResourceExhaustedWithRetry(
+        absl::StrCat(
+            "queue of model '", options_.model_name,
+            "' is full: ", queued_tokens_, " tokens queued + ", num_tokens,
+            " requested > max_queue_tokens=", options_.max_queue_tokens),
+        EstimateRetryAfter(batches));
+  }
+  return absl::OkStatus();
+}
+
+// How long until `batches_to_wait` batches have left the queue, from the
+// measured compute time per batch and the number of workers.
+absl::Duration Batcher::EstimateRetryAfter(int64_t batches_to_wait) const {
+  const absl::Duration wait =
+      batch_duration_estimate_ * batches_to_wait / options_.num_workers;
+  return std::max(wait, kMinRetryAfter);
+}
+
+void Batcher::NotifyCancelled() {
+  absl::MutexLock lock(&mu_);
+  former_wake_ = true;
+}
+
+// ---------------------------------------------------------------------------
+// The batch former.
+
+void Batcher::FormerLoop() {
+  bool done = false;
+  while (!done) {
+    std::vector<Dropped> dropped;
+    {
+      absl::MutexLock lock(&mu_);
+      WaitForFormerWork();
+      const absl::Time now = clock_->Now();
+      DropUnrunnable(now, &dropped);
+      if (BatchDue(now)) ready_.push_back(FormBatch(now));
+      done = draining_ && NumQueuedLocked() == 0;
+      former_done_ = done;
+    }
+    AnswerDropped(std::move(dropped));
+  }
+}
+
+// Returns at once if something is due now; otherwise sleeps on the clock
+// until the next thing falls due or someone sets `former_wake_`.
+void Batcher::WaitForFormerWork() {
+  const absl::Time wake_time = NextFormerWakeTime();
+  if (!former_wake_ && wake_time > clock_->Now()) {
+    former_waiting_ = true;
+    former_wake_time_ = wake_time;
+    clock_->AwaitWithDeadline(&mu_, absl::Condition(&former_wake_), wake_time);
+    former_waiting_ = false;
+  }
+  former_wake_ = false;
+}
+
+// The earliest of: the drain deadline, a queued request's deadline, and the
+// time the next batch falls due (only while a worker can take it).
+absl::Time Batcher::NextFormerWakeTime() const {
+  absl::Time wake_time = draining_ ? drain_deadline_ : absl::InfiniteFuture();
+  for (const Queue& queue : queues_) {
+    for (const std::unique_ptr<Request>& request : queue) {
+      wake_time = std::min(wake_time, request->deadline);
+    }
+  }
+  if (ready_.size() < kMaxReadyBatches && NumQueuedLocked() > 0) {
+    wake_time = std::min(wake_time, BatchDueTime());
+  }
+  return wake_time;
+}
+
+void Batcher::DropUnrunnable(absl::Time now, std::vector<Dropped>* dropped) {
+  for (Queue& queue : queues_) {
+    for (auto it = queue.begin(); it != queue.end();) {
+      absl::Status status = UnrunnableStatus(**it, now);
+      if (status.ok()) {
+        ++it;
+        continue;
+      }
+      queued_tokens_ -= (*it)->num_tokens;
+      dropped->push_back({std::move(*it), std::move(status)});
+      it = queue.erase(it);
+    }
+  }
+}
+
+bool Batcher::BatchDue(absl::Time now) const {
+  return ready_.size() < kMaxReadyBatches && NumQueuedLocked() > 0 &&
+         BatchDueTime() <= now;
+}
+
+absl::Time Batcher::BatchDueTime() const {
+  const bool full = queued_tokens_ >= options_.max_batch_tokens ||
+                    NumQueuedLocked() >= options_.max_batch_requests;
+  if (draining_ || full) return absl::InfinitePast();
+  return Oldest()->enqueue_time + options_.max_queue_delay;
+}
+
+Batch Batcher::FormBatch(absl::Time now) {
+  const Priority leader = ChooseLeader(now);
+  const bool normal_waits = !QueueOf(Priority::kNormal).empty();
+  high_led_in_a_row_ =
+      leader == Priority::kHigh && normal_waits ? high_led_in_a_row_ + 1 : 0;
+  Batch batch;
+  Queue& leader_queue = QueueOf(leader);
+  TakeInto(&leader_queue, leader_queue.begin(), &batch);
+  FillBatch(now, &batch);
+  return batch;
+}
+
+// See the class comment: age bound, then the priority share, then priority.
+Priority Batcher::ChooseLeader(absl::Time now) {
+  const Queue& high = QueueOf(Priority::kHigh);
+  const Queue& normal = QueueOf(Priority::kNormal);
+  if (high.empty()) return Priority::kNormal;
+  if (normal.empty()) return Priority::kHigh;
+  const Request& oldest = *Oldest();
+  if (Overdue(oldest, now)) return oldest.priority;
+  return high_led_in_a_row_ < options_.max_consecutive_high_batches
+             ? Priority::kHigh
+             : Priority::kNormal;
+}
+
+void Batcher::FillBatch(absl::Time now, Batch* batch) {
+  TakeOverdue(now, batch);
+  TakeFitting(&QueueOf(Priority::kHigh), batch);
+  TakeFitting(&QueueOf(Priority::kNormal), batch);
+}
+
+// Overdue requests form a prefix of each queue (arrival order); walks both
+// prefixes oldest first, taking those that fit.
+void Batcher::TakeOverdue(absl::Time now, Batch* batch) {
+  Queue& high = QueueOf(Priority::kHigh);
+  Queue& normal = QueueOf(Priority::kNormal);
+  auto high_it = high.begin();
+  auto normal_it = normal.begin();
+  while (!Full(*batch)) {
+    const bool high_overdue = high_it != high.end() && Overdue(**high_it, now);
+    const bool normal_overdue =
+        normal_it != normal.end() && Overdue(**normal_it, now);
+    if (!high_overdue && !normal_overdue) return;
+    const bool take_high =
+        high_overdue && (!normal_overdue || (*high_it)->enqueue_time <=
+                                                (*normal_it)->enqueue_time);
+    Queue& queue = take_high ? high : normal;
+    Queue::iterator& it = take_high ? high_it : normal_it;
+    if (Fits(*batch, **it)) {
+      it = TakeInto(&queue, it, batch);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// First fit in arrival order: a request that does not fit is skipped.
+void Batcher::TakeFitting(Queue* queue, Batch* batch) {
+  for (auto it = queue->begin(); it != queue->end() && !Full(*batch);) {
+    if (Fits(*batch, **it)) {
+      it = TakeInto(queue, it, batch);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Batcher::Queue::iterator Batcher::TakeInto(Queue* queue, Queue::iterator it,
+                                           Batch* batch) {
+  queued_tokens_ -= (*it)->num_tokens;
+  batch->num_tokens += (*it)->num_tokens;
+  batch->requests.push_back(std::move(*it));
+  return queue->erase(it);
+}
+
+// ---------------------------------------------------------------------------
+// The workers.
+
+void Batcher::WorkerLoop(int worker_index) {
+  while (true) {
+    std::vector<Dropped> dropped;
+    std::optional<Batch> batch = TakeReadyBatch(&dropped);
+    AnswerDropped(std::move(dropped));
+    if (!batch.has_value()) return;
+    if (!batch->requests.empty()) RunBatch(worker_index, *std::move(batch));
+  }
+}
+
+// Waits for a formed batch (nullopt once the former is done and none is
+// left), and moves the requests that can no longer run into `dropped`.
+std::optional<Batch> Batcher::TakeReadyBatch(std::vector<Dropped>* dropped) {
+  absl::MutexLock lock(&mu_);
+  ++idle_workers_;
+  mu_.Await(absl::Condition(this, &Batcher::ReadyOrFormerDone));
+  --idle_workers_;
+  if (ready_.empty()) return std::nullopt;
+  Batch batch = std::move(ready_.front());
+  ready_.pop_front();
+  former_wake_ = true;  // Room for the next formed batch.
+  return KeepRunnable(std::move(batch), clock_->Now(), dropped);
+}
+
+// The same checks as DropUnrunnable(), for a batch formed a while ago.
+Batch Batcher::KeepRunnable(Batch batch, absl::Time now,
+                            std::vector<Dropped>* dropped) const {
+  Batch runnable;
+  for (std::unique_ptr<Request>& request : batch.requests) {
+    absl::Status status = UnrunnableStatus(*request, now);
+    if (!status.ok()) {
+      dropped->push_back({std::move(request), std::move(status)});
+      continue;
+    }
+    runnable.num_tokens += request->num_tokens;
+    runnable.requests.push_back(std::move(request));
+  }
+  return runnable;
+}
+
+// Runs `batch`, then completes what the runner left uncompleted.
+void Batcher::RunBatch(int worker_index, Batch batch) {
+  const absl::Time start = clock_->Now();
+  const int64_t num_requests = static_cast<int64_t>(batch.requests.size());
+  const int64_t num_tokens = batch.num_tokens;
+  if (observer_ != nullptr) {
+    for (const std::unique_ptr<Request>& request : batch.requests) {
+      observer_->OnDequeued(*request, start - request->enqueue_time,
+                            absl::StatusCode::kOk);
+    }
+  }
+  EnterRunner();
+  const absl::Time compute_start = clock_->Now();
+  const absl::Status status = runner_->RunBatch(worker_index, &batch);
+  const absl::Duration compute_duration = clock_->Now() - compute_start;
+  LeaveRunner(compute_duration);
+  if (!status.ok()) {
+    LOG(WARNING) << "model '" << options_.model_name << "': batch of "
+                 << num_requests << " requests failed on worker "
+                 << worker_index << ": " << status;
+  }
+  for (std::unique_ptr<Request>& request : batch.requests) {
+    if (request != nullptr && !request->completed()) request->Complete(status);
+  }
+  if (observer_ != nullptr) {
+    observer_->OnBatchRun(worker_index, num_requests, num_tokens,
+                          compute_duration, status);
+  }
+}
+
+void Batcher::EnterRunner() {
+  absl::MutexLock lock(&mu_);
+  ++workers_in_runner_;
+}
+
+// Also feeds the compute time into the retry-hint estimate.
+void Batcher::LeaveRunner(absl::Duration compute_duration) {
+  absl::MutexLock lock(&mu_);
+  --workers_in_runner_;
+  if (compute_duration > absl::ZeroDuration()) {
+    batch_duration_estimate_ =
+        batch_duration_estimate_ * (1 - kBatchDurationSmoothing) +
+        compute_duration * kBatchDurationSmoothing;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Shared helpers.
+
+// Why `request` must not run now, or OK.
+absl::Status Batcher::UnrunnableStatus(const Request& request,
+                                       absl::Time now) const {
+  if (request.IsCancelled()) {
+    return absl::CancelledError("request cancelled while queued");
+  }
+  if (request.deadline <= now) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("deadline passed after ",
+                     absl::FormatDuration(now - request.enqueue_time),
+                     " in the queue of model '", options_.model_name, "'"));
+  }
+  if (draining_ && drain_deadline_ <= now) {
+    return absl::UnavailableError(
+        absl::StrCat("model '", options_.model_name,
+                     "' shut down before the request could run"));
+  }
+  return absl::OkStatus();
+}
+
+bool Batcher::Fits(const Batch& batch, const Request& request) const {
+  return batch.num_tokens + request.num_tokens <= options_.max_batch_tokens &&
+         static_cast<int64_t>(batch.requests.size()) <
+             options_.max_batch_requests;
+}
+
+bool Batcher::Full(const Batch& batch) const {
+  return batch.num_tokens >= options_.max_batch_tokens ||
+         static_cast<int64_t>(batch.requests.size()) >=
+             options_.max_batch_requests;
+}
+
+// The earliest admitted queued request; the queue must not be empty.
+const Request* Batcher::Oldest() const {
+  const Queue& high = queues_[0];
+  const Queue& normal = queues_[1];
+  if (high.empty()) return normal.front().get();
+  if (normal.empty()) return high.front().get();
+  return high.front()->enqueue_time <= normal.front()->enqueue_time
+             ? high.front().get()
+             : normal.front().get();
+}
+
+bool Batcher::Overdue(const Request& request, absl::Time now) const {
+  return now - request.enqueue_time >= options_.max_request_age;
+}
+
+int64_t Batcher::NumQueuedLocked() const {
+  return static_cast<int64_t>(queues_[0].size() + queues_[1].size());
+}
+
+Batcher::Queue& Batcher::QueueOf(Priority priority) {
+  return queues_[priority == Priority::kHigh ? 0 : 1];
+}
+
+bool Batcher::ReadyOrFormerDone() const {
+  return !ready_.empty() || former_done_;
+}
+
+bool Batcher::Idle(int workers_in_runner) const {
+  return former_waiting_ && !former_wake_ &&
+         clock_->Now() < former_wake_time_ &&
+         workers_in_runner_ == workers_in_runner &&
+         idle_workers_ == options_.num_workers - workers_in_runner &&
+         (ready_.empty() || idle_workers_ == 0);
+}
+
+void Batcher::AnswerDropped(std::vector<Dropped> dropped) {
+  if (dropped.empty()) return;
+  const absl::Time now = clock_->Now();
+  for (Dropped& item : dropped) {
+    if (observer_ != nullptr) {
+      observer_->OnDequeued(*item.request, now - item.request->enqueue_time,
+                            item.status.code());
+    }
+    item.request->Complete(std::move(item.status));
+  }
+}
+
+int64_t Batcher::NumQueuedRequests() const {
+  absl::MutexLock lock(&mu_);
+  return NumQueuedLocked();
+}
+
+int64_t Batcher::NumQueuedTokens() const {
+  absl::MutexLock lock(&mu_);
+  return queued_tokens_;
+}
+
+bool Batcher::WaitUntilIdleForTesting(int workers_in_runner,
+                                      absl::Duration real_timeout) {
+  auto idle = [this, workers_in_runner]() {
+    mu_.AssertReaderHeld();
+    return Idle(workers_in_runner);
+  };
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), real_timeout);
+}
+
+}  // namespace favor::batching

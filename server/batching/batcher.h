@@ -1,0 +1,278 @@
+// Dynamic batching for one model: a bounded queue, a batch former, and one
+// worker per device.
+//
+// Requests enter through Enqueue(), which never blocks: a request that does
+// not fit the queue is answered RESOURCE_EXHAUSTED at once, with a retry
+// hint (retry_hint.h). A batch former thread turns queued requests into
+// batches and hands them to the workers; each worker runs one batch at a
+// time on its device through the ModelRunner.
+//
+// How a batch is formed. A batch is formed when it is due: when the queue
+// holds at least a full batch (max_batch_tokens tokens or max_batch_requests
+// requests), when its oldest request has waited max_queue_delay, or at once
+// while draining. It starts with a leader:
+//   1. a request queued for max_request_age or longer (the oldest such) leads
+//      whatever its priority (the age bound);
+//   2. otherwise the oldest high-priority request leads, unless
+//      max_consecutive_high_batches batches in a row were already led by
+//      high-priority requests while normal ones waited: then the oldest
+//      normal request leads (so high priority never starves normal);
+//   3. otherwise the oldest normal request.
+// The batch is then filled, up to max_batch_tokens and max_batch_requests,
+// first-fit in this order: requests past the age bound (oldest first), then
+// high-priority, then normal requests, each in arrival order. A request that
+// does not fit is skipped, not waited for, so shorter requests are packed
+// around a long one; the skipped request keeps its place and leads a later
+// batch once it is the oldest, so no request is skipped forever. A request
+// larger than max_batch_tokens runs alone (or is refused; see
+// run_oversize_alone).
+//
+// Pipelining. At most one formed batch waits for a worker, so while the
+// workers run, the former already holds the next batch ready (formed as soon
+// as it is due); the remaining requests stay queued, where they still count
+// against the queue limits and can still be packed, expire or be cancelled.
+//
+// Deadlines, cancellation, shutdown. A queued request whose deadline passes
+// is answered DEADLINE_EXCEEDED at that moment and never reaches the runner;
+// a cancelled one (its CancellationFlag set) is answered CANCELLED and
+// dropped, at once if NotifyCancelled() is called, else when the former next
+// looks at the queue. The same checks are repeated when a worker takes a
+// formed batch, just before it runs. Shutdown() stops admission
+// (UNAVAILABLE), runs what is queued without waiting for company, and
+// answers UNAVAILABLE what has not started by the drain timeout.
+//
+// Worst cases. Each pass of the former scans the queue (O(queued requests),
+// bounded by max_queue_requests). A request waits at most max_queue_delay for
+// company when the workers are idle; under overload it waits for the
+// batches ahead of it, of which the age bound and the priority share bound
+// how many can overtake it.
+//
+// Thread-safe. Requests are answered through Request::Complete(), exactly
+// once each (see request.h).
+#ifndef FAVOR_SERVER_BATCHING_BATCHER_H_
+#define FAVOR_SERVER_BATCHING_BATCHER_H_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/batching/batcher_observer.h"
+#include "server/batching/clock.h"
+#include "server/batching/model_runner.h"
+#include "server/batching/request.h"
+
+namespace favor::batching {
+
+class Batcher {
+ public:
+  struct Options {
+    // Names the model in status messages and logs.
+    std::string model_name;
+
+    // Queue limits, counted over requests waiting to be batched (not those
+    // in a formed or running batch). A request that would take the queue
+    // past either limit is refused at once with RESOURCE_EXHAUSTED, whose
+    // message names the limit and carries a retry hint; Enqueue() never
+    // waits for room. A request larger than max_queue_tokens could never be
+    // admitted and is refused with INVALID_ARGUMENT instead.
+    int64_t max_queue_requests = 1024;
+    int64_t max_queue_tokens = int64_t{1} << 20;
+
+    // Batch limits: a batch never holds more tokens or requests than this
+    // (except one oversize request alone). Reaching either limit with the
+    // queued requests makes a batch due at once, without max_queue_delay.
+    int64_t max_batch_tokens = 16384;
+    int64_t max_batch_requests = 64;
+
+    // How long the oldest queued request may wait for company before its
+    // batch is formed, full or not. Zero: form a batch as soon as a worker
+    // can take one.
+    absl::Duration max_queue_delay = absl::Milliseconds(2);
+
+    // The age bound: a request queued this long leads the next batch ahead
+    // of any priority, and is packed ahead of younger requests.
+    absl::Duration max_request_age = absl::Milliseconds(500);
+
+    // The priority share: at most this many batches in a row are led by
+    // high-priority requests while normal ones wait; the next is led by the
+    // oldest normal request. At least 1.
+    int max_consecutive_high_batches = 4;
+
+    // A request of more than max_batch_tokens tokens (but at most
+    // max_queue_tokens) runs alone in a batch of its own when true; when
+    // false it is refused with INVALID_ARGUMENT naming max_batch_tokens.
+    bool run_oversize_alone = true;
+
+    // Worker threads, one per device; worker i runs batches on device i.
+    int num_workers = 1;
+  };
+
+  // Starts the former and worker threads. `runner` must outlive the
+  // Batcher; so must `clock` (null: RealClock) and `observer` (null: none).
+  // INVALID_ARGUMENT names the offending option.
+  static absl::StatusOr<std::unique_ptr<Batcher>> Create(
+      const Options& options, ModelRunner* runner, Clock* clock = nullptr,
+      BatcherObserver* observer = nullptr);
+
+  // Shutdown(absl::ZeroDuration()): queued requests are answered
+  // UNAVAILABLE, running batches finish.
+  ~Batcher();
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  // Takes ownership of `request` (not null) and guarantees it is completed
+  // exactly once. Never blocks (beyond a short critical section). Returns OK
+  // when it is queued (it is completed later, by the runner or with
+  // DEADLINE_EXCEEDED, CANCELLED or UNAVAILABLE). Otherwise it has
+  // already been completed with the returned status, before Enqueue()
+  // returns and on the calling thread:
+  //   INVALID_ARGUMENT   num_tokens < 1, or larger than the limits allow;
+  //   CANCELLED          its flag was already set;
+  //   DEADLINE_EXCEEDED  its deadline had already passed;
+  //   RESOURCE_EXHAUSTED the queue is full (retry hint in the status);
+  //   UNAVAILABLE        Shutdown() has started.
+  // So a caller answers its call from the done callback only, and may use
+  // the returned status for logs and metrics.
+  absl::Status Enqueue(std::unique_ptr<Request> request);
+
+  // Wakes the former to drop the queued requests whose CancellationFlag is
+  // set, now rather than when it next looks at the queue (which frees their
+  // place in the queue at once). Call after CancellationFlag::Cancel().
+  void NotifyCancelled();
+
+  // Stops admission, runs what is queued (batches are due at once), then
+  // stops the threads; returns when every request has been answered.
+  // Requests not started within `drain_timeout` (measured on the clock) are
+  // answered UNAVAILABLE; running batches are never interrupted. May be
+  // called more than once (the earliest drain deadline wins); must not be
+  // called from the runner or a done callback.
+  void Shutdown(absl::Duration drain_timeout);
+
+  // For metrics (queue depth).
+  int64_t NumQueuedRequests() const;
+  int64_t NumQueuedTokens() const;
+
+  const Options& options() const { return options_; }
+
+  // For tests: blocks until the batcher can make no progress without an
+  // outside event (an Enqueue, a cancellation, the clock reaching the
+  // former's wake-up time, or a held runner returning): the former waits,
+  // no formed batch waits for an idle worker, exactly `workers_in_runner`
+  // workers are inside ModelRunner::RunBatch (those a test holds there, e.g.
+  // with a fake runner that blocks) and the others wait for a batch, having
+  // answered everything they ran. Returns false after `real_timeout` of real
+  // time without reaching that state.
+  bool WaitUntilIdleForTesting(int workers_in_runner = 0,
+                               absl::Duration real_timeout = absl::Seconds(30));
+
+  // Implementation details follow.
+ private:
+  using Queue = std::list<std::unique_ptr<Request>>;
+  struct Dropped {
+    std::unique_ptr<Request> request;
+    absl::Status status;
+  };
+
+  // At most this many formed batches wait for a worker (see Pipelining).
+  static constexpr size_t kMaxReadyBatches = 1;
+
+  Batcher(const Options& options, ModelRunner* runner, Clock* clock,
+          BatcherObserver* observer);
+  void StartThreads();
+  void JoinThreads();
+
+  // Enqueue() steps.
+  absl::Status CheckRequest(const Request& request) const;
+  absl::Status Admit(std::unique_ptr<Request>* request);
+  absl::Status CheckRoom(int64_t num_tokens) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Duration EstimateRetryAfter(int64_t batches_to_wait) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The former's loop and its steps, in order.
+  void FormerLoop();
+  void WaitForFormerWork() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Time NextFormerWakeTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropUnrunnable(absl::Time now, std::vector<Dropped>* dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool BatchDue(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Time BatchDueTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Batch FormBatch(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Priority ChooseLeader(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillBatch(absl::Time now, Batch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TakeOverdue(absl::Time now, Batch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TakeFitting(Queue* queue, Batch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Queue::iterator TakeInto(Queue* queue, Queue::iterator it, Batch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The workers' loop and its steps.
+  void WorkerLoop(int worker_index);
+  std::optional<Batch> TakeReadyBatch(std::vector<Dropped>* dropped);
+  Batch KeepRunnable(Batch batch, absl::Time now,
+                     std::vector<Dropped>* dropped) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunBatch(int worker_index, Batch batch);
+  void EnterRunner();
+  void LeaveRunner(absl::Duration compute_duration);
+
+  // Shared helpers.
+  absl::Status UnrunnableStatus(const Request& request, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Fits(const Batch& batch, const Request& request) const;
+  bool Full(const Batch& batch) const;
+  const Request* Oldest() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Overdue(const Request& request, absl::Time now) const;
+  int64_t NumQueuedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Queue& QueueOf(Priority priority) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ReadyOrFormerDone() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  bool Idle(int workers_in_runner) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void AnswerDropped(std::vector<Dropped> dropped);
+
+  const Options options_;
+  ModelRunner* const runner_;
+  Clock* const clock_;
+  BatcherObserver* const observer_;  // May be null.
+
+  mutable absl::Mutex mu_;
+  // Waiting requests in arrival order, high priority first.
+  std::array<Queue, 2> queues_ ABSL_GUARDED_BY(mu_);
+  int64_t queued_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  // Formed batches waiting for a worker (at most kMaxReadyBatches).
+  std::deque<Batch> ready_ ABSL_GUARDED_BY(mu_);
+  // Batches in a row led by high priority while normal requests waited.
+  int high_led_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;
+  // Set by anything the former must look at (an arrival, a cancellation, a
+  // worker taking a batch, Shutdown); cleared by the former.
+  bool former_wake_ ABSL_GUARDED_BY(mu_) = false;
+  bool former_waiting_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time former_wake_time_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool former_done_ ABSL_GUARDED_BY(mu_) = false;
+  int idle_workers_ ABSL_GUARDED_BY(mu_) = 0;       // waiting for a batch
+  int workers_in_runner_ ABSL_GUARDED_BY(mu_) = 0;  // inside RunBatch
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // Moving average of compute time per batch, for retry hints.
+  absl::Duration batch_duration_estimate_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex threads_mu_;  // Serialises JoinThreads().
+  std::thread former_ ABSL_GUARDED_BY(threads_mu_);
+  std::vector<std::thread> workers_ ABSL_GUARDED_BY(threads_mu_);
+};
+
+}  // namespace favor::batching
+
+#endif  // FAVOR_SERVER_BATCHING_BATCHER_H_

@@ -1,0 +1,38 @@
+// Hooks through which the batcher reports what metrics need (queue duration,
+// batch sizes, compute duration), without depending on a metrics library.
+// server/metrics implements this interface with prometheus-cpp families.
+#ifndef FAVOR_SERVER_BATCHING_BATCHER_OBSERVER_H_
+#define FAVOR_SERVER_BATCHING_BATCHER_OBSERVER_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/batching/request.h"
+
+namespace favor::batching {
+
+// Called from the batcher's threads (batch former and workers), possibly
+// concurrently, with no batcher lock held: implementations must be
+// thread-safe and quick. The default implementations do nothing.
+class BatcherObserver {
+ public:
+  virtual ~BatcherObserver() = default;
+
+  // A request left the queue: to be run (`code` OK; `queue_duration` runs
+  // from admission to the start of its batch), or answered without being
+  // run (`code` DEADLINE_EXCEEDED, CANCELLED or UNAVAILABLE). Requests that
+  // Enqueue() rejects never entered the queue and are not reported here.
+  virtual void OnDequeued(const Request& request, absl::Duration queue_duration,
+                          absl::StatusCode code) {}
+
+  // A worker ran a batch of `num_requests` requests and `num_tokens` tokens;
+  // `status` is what the runner returned.
+  virtual void OnBatchRun(int worker_index, int64_t num_requests,
+                          int64_t num_tokens, absl::Duration compute_duration,
+                          const absl::Status& status) {}
+};
+
+}  // namespace favor::batching
+
+#endif  // FAVOR_SERVER_BATCHING_BATCHER_OBSERVER_H_
