@@ -1,0 +1,42 @@
+// Strict JSON parsing for files Favor does not trust (safetensors headers,
+// model configs), and quoting of their text in error messages.
+//
+// nlohmann::json reports errors by throwing and keeps the last of duplicate
+// keys silently; this adapter catches every exception, rejects duplicate
+// keys (a second "dtype" or a repeated tensor name must not win quietly) and
+// bounds the nesting depth, so nothing from the file can escape as an
+// exception or recurse without limit.
+#ifndef FAVOR_SERVER_MODEL_JSON_PARSE_H_
+#define FAVOR_SERVER_MODEL_JSON_PARSE_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+
+namespace favor::model {
+
+// Objects and arrays nested deeper than this are rejected. Favor's formats
+// need depth 3; the cap keeps hostile input from costing memory per level.
+inline constexpr int kMaxJsonDepth = 32;
+
+// Parses `text` as one JSON value that must be an object. Errors are
+// INVALID_ARGUMENT and start with `what` (e.g. "model.safetensors: header"):
+// not JSON (with nlohmann's position), not an object, a duplicate key (with
+// the keys that lead to it), nesting deeper than kMaxJsonDepth.
+absl::StatusOr<nlohmann::json> ParseJsonObject(absl::string_view text,
+                                               absl::string_view what);
+
+// `text` in single quotes, non-printable bytes C-escaped and cut after
+// `max_bytes` with "...", for echoing names from a file in a message.
+std::string Quote(absl::string_view text, size_t max_bytes = 200);
+
+// A short description of a JSON value for "expected X, got Y" messages,
+// e.g. `string "abc"`, `number -1`, `array`, `null`.
+std::string DescribeJson(const nlohmann::json& value);
+
+}  // namespace favor::model
+
+#endif  // FAVOR_SERVER_MODEL_JSON_PARSE_H_
