@@ -14,6 +14,6 @@ endfunction()
 # LibTorch's CMake package puts its headers on the include path as ordinary
 # includes; mark them SYSTEM so its own warnings do not drown ours.
 function(favor_link_torch target visibility)
-  target_link_libraries(${target} ${visibility} ${TORCH_LIBRARIES})
+  target_link_libraries(${target} ${visibility} ${TORCH_LIBRARIES} OpenMP::OpenMP_CXX)
   target_include_directories(${target} SYSTEM ${visibility} ${TORCH_INCLUDE_DIRS})
 endfunction()

@@ -25,7 +25,10 @@ inline float FastExp(float x) {
   x = std::min(x, 88.3762626647949f);
   const bool underflow = x < -87.3365447505531f;
   x = std::max(x, -87.3365447505531f);
-  const float n = __builtin_floorf(x * kLog2e + 0.5f);
+  // Round to nearest by the 1.5·2^23 trick: add/sub vectorise everywhere,
+  // floorf needs SSE4.1.
+  constexpr float kRound = 12582912.0f;
+  const float n = (x * kLog2e + kRound) - kRound;
   float r = x - n * kLn2Hi;
   r = r - n * kLn2Lo;
   float p = 1.9875691500e-4f;
@@ -39,6 +42,27 @@ inline float FastExp(float x) {
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   return underflow ? 0.0f : p * scale;
+}
+
+// Lanes for reductions: independent accumulators let the compiler use
+// vector max without reassociating (which it may not do for floats).
+constexpr int64_t kLanes = 16;
+
+inline float RowMax(const float* row, int64_t cols) {
+  float lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) {
+    lanes[l] = -std::numeric_limits<float>::infinity();
+  }
+  int64_t c = 0;
+  for (; c + kLanes <= cols; c += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      lanes[l] = std::max(lanes[l], row[c + l]);
+    }
+  }
+  float best = -std::numeric_limits<float>::infinity();
+  for (; c < cols; ++c) best = std::max(best, row[c]);
+  for (int64_t l = 0; l < kLanes; ++l) best = std::max(best, lanes[l]);
+  return best;
 }
 
 }  // namespace
@@ -66,8 +90,7 @@ float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows, int64_t cols,
   bool any = false;
   for (int64_t i = 0; i < rows; ++i) {
     if (keep != nullptr && keep[i] == 0) continue;
-    const float* row = u + i * cols;
-    for (int64_t c = 0; c < cols; ++c) best = std::max(best, row[c]);
+    best = std::max(best, RowMax(u + i * cols, cols));
     any = true;
   }
   return any ? best : empty;
@@ -88,13 +111,76 @@ void ExpShifted(float* u, const float* h, const uint8_t* keep, float shift,
 }
 
 FAVOR_MULTIVERSION
+float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
+                          float* shift, int64_t rows, int64_t cols,
+                          float* column_sums, float empty) {
+  float best = -std::numeric_limits<float>::infinity();
+  bool any = false;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = u + i * cols;
+    if (keep != nullptr && keep[i] == 0) {
+      std::fill(row, row + cols, 0.0f);
+      continue;
+    }
+    const float row_max = RowMax(row, cols);
+    best = std::max(best, row_max);
+    any = true;
+    if (row_max > *shift + kMaxShiftGap) {
+      const float scale = FastExp(*shift - row_max);
+      for (int64_t c = 0; c < cols; ++c) column_sums[c] *= scale;
+      for (int64_t j = 0; j < i * cols; ++j) u[j] *= scale;
+      *shift = row_max;
+    }
+    const float offset = h[i] + *shift;
+    for (int64_t c = 0; c < cols; ++c) {
+      row[c] = FastExp(row[c] - offset);
+      column_sums[c] += row[c];
+    }
+  }
+  return any ? best : empty;
+}
+
+FAVOR_MULTIVERSION
+void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
+                          float epsilon, const float* z, float* dot) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = u + i * cols;
+    const float offset = RowMax(row, cols) + h[i];
+    float lanes[kLanes] = {};
+    int64_t c = 0;
+    for (; c + kLanes <= cols; c += kLanes) {
+      for (int64_t l = 0; l < kLanes; ++l) {
+        row[c + l] = FastExp(row[c + l] - offset) + epsilon;
+        lanes[l] += row[c + l] * z[c + l];
+      }
+    }
+    float sum = 0;
+    for (; c < cols; ++c) {
+      row[c] = FastExp(row[c] - offset) + epsilon;
+      sum += row[c] * z[c];
+    }
+    for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
+    dot[i] = sum;
+  }
+}
+
+FAVOR_MULTIVERSION
+void DivideRows(const float* num, const float* den, int64_t rows, int64_t cols,
+                float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float inverse = den[i] != 0.0f ? 1.0f / den[i] : 0.0f;
+    const float* src = num + i * cols;
+    float* dst = out + i * out_stride;
+    for (int64_t c = 0; c < cols; ++c) dst[c] = src[c] * inverse;
+  }
+}
+
+FAVOR_MULTIVERSION
 void QueryFeatures(float* u, const float* h, int64_t rows, int64_t cols,
                    float epsilon) {
   for (int64_t i = 0; i < rows; ++i) {
     float* row = u + i * cols;
-    float row_max = row[0];
-    for (int64_t c = 1; c < cols; ++c) row_max = std::max(row_max, row[c]);
-    const float offset = row_max + h[i];
+    const float offset = RowMax(row, cols) + h[i];
     for (int64_t c = 0; c < cols; ++c) {
       row[c] = FastExp(row[c] - offset) + epsilon;
     }

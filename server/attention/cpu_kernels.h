@@ -30,11 +30,32 @@ float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows, int64_t cols,
 void ExpShifted(float* u, const float* h, const uint8_t* keep, float shift,
                 int64_t rows, int64_t cols);
 
+// Key features of FAVOR+ in place with a running shift, plus their column
+// sums added to `column_sums` (cols floats), in one pass: u[i, c] = exp(u[i,
+// c] − h[i] − *shift), 0 in rows with keep[i] == 0. The shift is raised to a
+// row's max when that max exceeds it by more than kMaxShiftGap (so nothing
+// overflows), rescaling column_sums and the rows already done. Returns the
+// max of u over kept rows, or `empty` when none is kept.
+constexpr float kMaxShiftGap = 64.0f;
+float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
+                          float* shift, int64_t rows, int64_t cols,
+                          float* column_sums, float empty);
+
 // Query features of FAVOR+ in place, each row shifted by its own max, as in
 // the reference implementation: u[i, c] = exp(u[i, c] − h[i] − max_c' u[i,
 // c']) + epsilon.
 void QueryFeatures(float* u, const float* h, int64_t rows, int64_t cols,
                    float epsilon);
+
+// QueryFeatures plus, in the same pass, dot[i] = Σ_c u[i, c]·z[c] (the
+// normaliser φ(q)ᵀ Σφ(k)).
+void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
+                          float epsilon, const float* z, float* dot);
+
+// out[i, c] = num[i, c] / den[i] (num contiguous rows × cols), 0 where den[i]
+// is 0; `out` has row stride `out_stride`.
+void DivideRows(const float* num, const float* den, int64_t rows, int64_t cols,
+                float* out, int64_t out_stride);
 
 // dst (rows × (cols + 1), contiguous) = [src | 1], rows with keep[i] == 0 all
 // zero (src has row stride `stride`).

@@ -1,7 +1,6 @@
 #include "server/attention/exact_attention.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <cmath>
 #include <limits>
@@ -95,14 +94,9 @@ void RunExactAttention(const AttentionOptions& options,
   const std::vector<TokenRange> tiles = SplitIntoRanges(
       groups.size(), [&](size_t g) { return groups[g].query.size(1); },
       options.exact_query_tile, std::numeric_limits<int64_t>::max() / 2);
-  at::parallel_for(0, static_cast<int64_t>(tiles.size()),
-                   parallel ? 1 : static_cast<int64_t>(tiles.size()) + 1,
-                   [&](int64_t first, int64_t last) {
-                     for (int64_t i = first; i < last; ++i) {
-                       QueryTile(groups[tiles[i].group], options,
-                                 tiles[i].begin, tiles[i].end);
-                     }
-                   });
+  ForEachTask(static_cast<int64_t>(tiles.size()), parallel, [&](int64_t i) {
+    QueryTile(groups[tiles[i].group], options, tiles[i].begin, tiles[i].end);
+  });
 }
 
 }  // namespace favor::attention

@@ -3,8 +3,11 @@
 #ifndef FAVOR_SERVER_ATTENTION_HEAD_GROUP_H_
 #define FAVOR_SERVER_ATTENTION_HEAD_GROUP_H_
 
+#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
+#include <atomic>
 #include <vector>
 
 namespace favor::attention {
@@ -47,6 +50,24 @@ std::vector<TokenRange> SplitIntoRanges(size_t num_groups, LengthFn length,
     }
   }
   return ranges;
+}
+
+// Runs f(i) for every i in [0, n): on CPU, on the intra-op threads, each
+// thread taking the next index when it finishes one, so that a thread that
+// is slowed down (another process on its core) does not hold back the rest
+// as a static split would; elsewhere (`parallel` false), in order, inline.
+template <typename Fn>
+void ForEachTask(int64_t n, bool parallel, Fn&& f) {
+  if (!parallel || n <= 1) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  const int64_t workers =
+      std::min<int64_t>(n, static_cast<int64_t>(at::get_num_threads()));
+  at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
+    for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) f(i);
+  });
 }
 
 }  // namespace favor::attention

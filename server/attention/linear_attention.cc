@@ -49,6 +49,9 @@ class LinearAttention {
                              int64_t end) const;
   void QueriesCpu(const HeadGroup& group, const at::Tensor& state,
                   int64_t begin, int64_t end) const;
+  at::Tensor KeptValues(const at::Tensor& value, int64_t start, int64_t rows,
+                        const uint8_t* keep, at::Tensor& scratch,
+                        float* value_sums) const;
   void CausalChunk(const HeadGroup& group, KeyState& prefix,
                    const at::Tensor& shift, int64_t begin, int64_t end) const;
   void CausalChunkExp(const HeadGroup& group, KeyState& prefix,
@@ -150,51 +153,90 @@ KeyState LinearAttention::AccumulateKeys(const HeadGroup& group, int64_t begin,
   return state;
 }
 
+// The CPU path of AccumulateKeys for FAVOR+: fused loops around
+// single-threaded BLAS calls, keeping Σφ̃(k)vᵀ (m×dv, BLAS-friendly) and
+// Σφ̃(k) (m) apart. The shift runs ahead of the data (raised only when a
+// chunk would overflow) and is settled to the true max at the end, which is
+// what the reference's global key max gives.
 KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
                                             int64_t begin, int64_t end) const {
   const int64_t d = group.key.size(2), dv = group.value.size(2);
   const int64_t m = context_.num_features();
   const int64_t chunk = options_.chunk_tokens;
-  KeyState state = EmptyState(group);
-  at::Tensor sums = state.sums[0];
-  float* value_sums = state.value_sums.data_ptr<float>();
+  const at::Tensor key = group.key[0], value = group.value[0];
+  const uint8_t* keep =
+      group.keep.defined()
+          ? reinterpret_cast<const uint8_t*>(group.keep.data_ptr<bool>())
+          : nullptr;
+  at::Tensor sums = at::zeros({m, dv}, at::kFloat);
+  at::Tensor feature_sums = at::zeros({m}, at::kFloat);
+  at::Tensor value_sums = at::zeros({dv + 1}, at::kFloat);
   at::Tensor u = at::empty({chunk, m}, at::kFloat);
-  at::Tensor values = at::empty({chunk, dv + 1}, at::kFloat);
+  at::Tensor kept_values = at::empty({chunk, dv}, at::kFloat);
   std::vector<float> half(chunk);
   float shift = FeatureContext::kEmptyShift;
+  float max_seen = FeatureContext::kEmptyShift;
   const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
   for (int64_t start = begin; start < end; start += chunk) {
     const int64_t rows = std::min(end, start + chunk) - start;
-    const at::Tensor x = group.key[0].narrow(0, start, rows);
-    const at::Tensor v = group.value[0].narrow(0, start, rows);
-    const uint8_t* keep =
-        group.keep.defined()
-            ? reinterpret_cast<const uint8_t*>(group.keep.data_ptr<bool>()) +
-                  start
-            : nullptr;
+    const at::Tensor x = key.narrow(0, start, rows);
+    const uint8_t* keep_rows = keep != nullptr ? keep + start : nullptr;
     at::Tensor u_rows = u.narrow(0, 0, rows);
-    at::Tensor values_rows = values.narrow(0, 0, rows);
     at::mm_out(u_rows, x, context_.scaled_projection_t());
     cpu::RowSquaredNorms(x.data_ptr<float>(), rows, d, x.stride(0), half_scale,
                          half.data());
-    const float chunk_max =
-        cpu::MaxOfRows(u_rows.data_ptr<float>(), keep, rows, m, shift);
-    if (chunk_max > shift) {
-      sums.mul_(std::exp(shift - chunk_max));
-      shift = chunk_max;
-    }
-    cpu::ExpShifted(u_rows.data_ptr<float>(), half.data(), keep, shift, rows,
-                    m);
-    cpu::AppendOnesColumn(v.data_ptr<float>(), rows, dv, v.stride(0), keep,
-                          values_rows.data_ptr<float>());
-    sums.addmm_(u_rows.t(), values_rows);
-    const float* vp = values_rows.data_ptr<float>();
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t c = 0; c <= dv; ++c) value_sums[c] += vp[i * (dv + 1) + c];
-    }
+    const float shift_before = shift;
+    max_seen = std::max(
+        max_seen, cpu::ExpWithRunningShift(
+                      u_rows.data_ptr<float>(), half.data(), keep_rows, &shift,
+                      rows, m, feature_sums.data_ptr<float>(), max_seen));
+    if (shift != shift_before) sums.mul_(std::exp(shift_before - shift));
+    const at::Tensor v = KeptValues(value, start, rows, keep_rows, kept_values,
+                                    value_sums.data_ptr<float>());
+    sums.addmm_(u_rows.t(), v);
   }
-  state.shift.fill_(shift);
-  return state;
+  // Settle the shift on the true max over the range.
+  if (max_seen > shift) {
+    const float scale = std::exp(shift - max_seen);
+    sums.mul_(scale);
+    feature_sums.mul_(scale);
+  }
+  const auto opts = at::TensorOptions().dtype(at::kFloat);
+  return {at::cat({sums, feature_sums.unsqueeze(1)}, 1).unsqueeze(0),
+          at::full({1, 1, 1}, max_seen, opts), value_sums.view({1, 1, -1})};
+}
+
+// Rows [start, start + rows) of `value` with padding rows zeroed (copied
+// into `scratch` only when there is a mask), and their sum and count added
+// to `value_sums` (dv + 1 floats) for the ε term.
+at::Tensor LinearAttention::KeptValues(const at::Tensor& value, int64_t start,
+                                       int64_t rows, const uint8_t* keep,
+                                       at::Tensor& scratch,
+                                       float* value_sums) const {
+  const int64_t dv = value.size(1);
+  at::Tensor v = value.narrow(0, start, rows);
+  if (keep != nullptr) {
+    at::Tensor copy = scratch.narrow(0, 0, rows);
+    const float* src = v.data_ptr<float>();
+    float* dst = copy.data_ptr<float>();
+    for (int64_t i = 0; i < rows; ++i) {
+      if (keep[i]) {
+        std::copy(src + i * v.stride(0), src + i * v.stride(0) + dv,
+                  dst + i * dv);
+      } else {
+        std::fill(dst + i * dv, dst + (i + 1) * dv, 0.0f);
+      }
+    }
+    v = copy;
+  }
+  const float* rows_data = v.data_ptr<float>();
+  for (int64_t i = 0; i < rows; ++i) {
+    if (keep != nullptr && keep[i] == 0) continue;
+    const float* row = rows_data + i * v.stride(0);
+    for (int64_t c = 0; c < dv; ++c) value_sums[c] += row[c];
+    value_sums[dv] += 1.0f;
+  }
+  return v;
 }
 
 void LinearAttention::Merge(KeyState& total, const KeyState& part) const {
@@ -239,9 +281,11 @@ void LinearAttention::QueriesCpu(const HeadGroup& group,
   const int64_t d = group.query.size(2), dv = group.value.size(2);
   const int64_t m = context_.num_features();
   const int64_t chunk = options_.chunk_tokens;
+  const at::Tensor sums = state[0].narrow(1, 0, dv).contiguous();
+  const at::Tensor feature_sums = state[0].select(1, dv).contiguous();
   at::Tensor u = at::empty({chunk, m}, at::kFloat);
-  at::Tensor numerators = at::empty({chunk, dv + 1}, at::kFloat);
-  std::vector<float> half(chunk);
+  at::Tensor numerators = at::empty({chunk, dv}, at::kFloat);
+  std::vector<float> half(chunk), denominators(chunk);
   const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
   const at::Tensor out = group.out[0];
   for (int64_t start = begin; start < end; start += chunk) {
@@ -252,12 +296,13 @@ void LinearAttention::QueriesCpu(const HeadGroup& group,
     at::mm_out(u_rows, x, context_.scaled_projection_t());
     cpu::RowSquaredNorms(x.data_ptr<float>(), rows, d, x.stride(0), half_scale,
                          half.data());
-    cpu::QueryFeatures(u_rows.data_ptr<float>(), half.data(), rows, m,
-                       context_.epsilon());
-    at::mm_out(num_rows, u_rows, state[0]);
-    cpu::DivideByLastColumn(num_rows.data_ptr<float>(), rows, dv,
-                            out.data_ptr<float>() + start * out.stride(0),
-                            out.stride(0));
+    cpu::QueryFeaturesWithDot(
+        u_rows.data_ptr<float>(), half.data(), rows, m, context_.epsilon(),
+        feature_sums.data_ptr<float>(), denominators.data());
+    at::mm_out(num_rows, u_rows, sums);
+    cpu::DivideRows(num_rows.data_ptr<float>(), denominators.data(), rows, dv,
+                    out.data_ptr<float>() + start * out.stride(0),
+                    out.stride(0));
   }
 }
 
@@ -327,20 +372,6 @@ void LinearAttention::CausalChunkExp(const HeadGroup& group, KeyState& prefix,
   prefix.sums.copy_(cumulative.select(1, cumulative.size(1) - 1));
 }
 
-// Runs f(range) for every range, on the intra-op threads when on CPU.
-template <typename Fn>
-void ForEachRange(const std::vector<TokenRange>& ranges, bool parallel,
-                  Fn&& f) {
-  if (!parallel) {
-    for (const TokenRange& range : ranges) f(range);
-    return;
-  }
-  at::parallel_for(0, static_cast<int64_t>(ranges.size()), 1,
-                   [&](int64_t first, int64_t last) {
-                     for (int64_t i = first; i < last; ++i) f(ranges[i]);
-                   });
-}
-
 int64_t TargetTasks(bool parallel, size_t groups) {
   return parallel ? 4 * static_cast<int64_t>(at::get_num_threads())
                   : static_cast<int64_t>(groups);
@@ -352,17 +383,10 @@ std::vector<KeyState> AccumulateRanges(const LinearAttention& attention,
                                        const std::vector<TokenRange>& ranges,
                                        bool parallel) {
   std::vector<KeyState> parts(ranges.size());
-  std::vector<size_t> index(ranges.size());
-  for (size_t i = 0; i < ranges.size(); ++i) index[i] = i;
-  at::parallel_for(0, static_cast<int64_t>(ranges.size()),
-                   parallel ? 1 : static_cast<int64_t>(ranges.size()) + 1,
-                   [&](int64_t first, int64_t last) {
-                     for (int64_t i = first; i < last; ++i) {
-                       const TokenRange& r = ranges[i];
-                       parts[i] = attention.AccumulateKeys(groups[r.group],
-                                                           r.begin, r.end);
-                     }
-                   });
+  ForEachTask(static_cast<int64_t>(ranges.size()), parallel, [&](int64_t i) {
+    const TokenRange& r = ranges[i];
+    parts[i] = attention.AccumulateKeys(groups[r.group], r.begin, r.end);
+  });
   return parts;
 }
 
@@ -389,9 +413,11 @@ void RunNonCausal(const LinearAttention& attention,
   const std::vector<TokenRange> query_ranges = SplitIntoRanges(
       groups.size(), [&](size_t g) { return groups[g].query.size(1); },
       options.chunk_tokens, tasks);
-  ForEachRange(query_ranges, parallel, [&](const TokenRange& r) {
-    attention.Queries(groups[r.group], states[r.group], r.begin, r.end);
-  });
+  ForEachTask(
+      static_cast<int64_t>(query_ranges.size()), parallel, [&](int64_t i) {
+        const TokenRange& r = query_ranges[i];
+        attention.Queries(groups[r.group], states[r.group], r.begin, r.end);
+      });
 }
 
 // Causal: the key sums of each range (in parallel), then each range's
@@ -427,11 +453,11 @@ void RunCausal(const LinearAttention& attention,
                    run.value_sums.clone()};
     attention.Merge(run, parts[i]);
   }
-  ForEachRange(ranges, parallel, [&](const TokenRange& r) {
-    const KeyState& prefix = prefixes[&r - ranges.data()];
-    attention.CausalRange(
-        groups[r.group], {prefix.sums.clone(), prefix.shift, prefix.value_sums},
-        totals[r.group].shift, r.begin, r.end);
+  // Each prefix is used by one range, which extends it in place.
+  ForEachTask(static_cast<int64_t>(ranges.size()), parallel, [&](int64_t i) {
+    const TokenRange& r = ranges[i];
+    attention.CausalRange(groups[r.group], prefixes[i], totals[r.group].shift,
+                          r.begin, r.end);
   });
 }
 

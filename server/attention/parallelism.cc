@@ -6,19 +6,16 @@
 #include <thread>
 
 namespace favor::attention {
-namespace {
 
-// OpenBLAS exports this; other BLAS libraries do not, and then there is
-// nothing to configure. Looked up at run time so that Favor links against
-// whatever BLAS LibTorch was built with.
+// OpenBLAS exports openblas_set_num_threads; other BLAS libraries do not,
+// and then there is nothing to configure. Looked up at run time so that
+// Favor links against whatever BLAS LibTorch was built with.
 void SetBlasThreads(int threads) {
   using SetThreadsFn = void (*)(int);
   auto set_threads = reinterpret_cast<SetThreadsFn>(
       dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
   if (set_threads != nullptr) set_threads(threads);
 }
-
-}  // namespace
 
 int ConfigureCpuParallelism(const CpuParallelismOptions& options) {
   int threads = options.num_threads;

@@ -21,6 +21,10 @@ struct CpuParallelismOptions {
 // work; it changes process-wide settings. Returns the thread count in use.
 int ConfigureCpuParallelism(const CpuParallelismOptions& options);
 
+// Sets OpenBLAS's own thread count (no-op under another BLAS). Benchmarks
+// use it to measure the machine's multi-threaded sgemm ceiling.
+void SetBlasThreads(int threads);
+
 }  // namespace favor::attention
 
 #endif  // FAVOR_SERVER_ATTENTION_PARALLELISM_H_
