@@ -123,18 +123,25 @@ BENCHMARK(FavorCausal)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// Remembers each run's time and rate for the summary.
+// Remembers each benchmark's time and rate for the summary: the median
+// when --benchmark_repetitions is given, else the single run.
 class SummaryReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.error_occurred || run.iterations == 0) continue;
-      Timings()[run.benchmark_name()] =
-          run.real_accumulated_time / run.iterations;
+      if (run.error_occurred) continue;
+      const bool median =
+          run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (run.run_type == Run::RT_Aggregate && !median) continue;
+      const std::string name = run.run_name.str();
+      if (!median && Timings().count(name + ":median") > 0) continue;
+      Timings()[name] = run.GetAdjustedRealTime() /
+                        benchmark::GetTimeUnitMultiplier(run.time_unit);
       const auto rate = run.counters.find("GFLOP/s");
       if (rate != run.counters.end()) {
-        Timings()[run.benchmark_name() + ":gflops"] = rate->second.value;
+        Timings()[name + ":gflops"] = rate->second.value;
       }
+      if (median) Timings()[name + ":median"] = 1;
     }
     ConsoleReporter::ReportRuns(runs);
   }
