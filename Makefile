@@ -17,6 +17,15 @@ build: configure
 test: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
+# The server arrives with issue 4; until then this says so instead of
+# pretending to serve.
+serve: build
+	@if [ -x $(BUILD_DIR)/server/favor-server ]; then \
+	  exec $(BUILD_DIR)/server/favor-server --model_repository=$(BUILD_DIR)/models; \
+	else \
+	  echo "make serve: favor-server is not built yet (the gRPC server is issue 4); 'make test' and 'make bench' work" >&2; exit 1; \
+	fi
+
 bench: build
 	@$(BUILD_DIR)/bench/attention_bench
 

@@ -7,8 +7,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
+#include <torch/version.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -22,6 +24,20 @@ namespace favor::attention {
 namespace {
 
 constexpr int64_t kHeads = 4, kDim = 64, kFeatures = 256;
+
+// FAVOR_BENCH_DEVICE=cuda runs the attention rows on the GPU (scripts/
+// gpu-bench.sh); the default is the CPU.
+c10::Device BenchDevice() {
+  const char* device = std::getenv("FAVOR_BENCH_DEVICE");
+  return c10::Device(device != nullptr ? device : "cpu");
+}
+
+// Waits for the device to finish (reading one element synchronises).
+void Synchronize(const at::Tensor& t) {
+  if (!t.device().is_cpu() && t.numel() > 0) {
+    benchmark::DoNotOptimize(t.flatten()[0].item<float>());
+  }
+}
 
 // Seconds per iteration of each benchmark, by name, for the summary.
 std::map<std::string, double>& Timings() {
@@ -58,9 +74,10 @@ void Sgemm(benchmark::State& state) {
 void RunAttention(benchmark::State& state, Kernel kernel, bool causal) {
   const int64_t length = state.range(0);
   at::manual_seed(0);
-  const at::Tensor q = at::randn({1, kHeads, length, kDim});
-  const at::Tensor k = at::randn({1, kHeads, length, kDim});
-  const at::Tensor v = at::randn({1, kHeads, length, kDim});
+  const auto opts = at::TensorOptions().device(BenchDevice());
+  const at::Tensor q = at::randn({1, kHeads, length, kDim}, opts);
+  const at::Tensor k = at::randn({1, kHeads, length, kDim}, opts);
+  const at::Tensor v = at::randn({1, kHeads, length, kDim}, opts);
   ProjectionOptions projection_options;
   projection_options.num_features = kFeatures;
   projection_options.head_dim = kDim;
@@ -76,6 +93,7 @@ void RunAttention(benchmark::State& state, Kernel kernel, bool causal) {
       state.SkipWithError(std::string(out.status().message()).c_str());
       return;
     }
+    Synchronize(*out);
     benchmark::DoNotOptimize(out->data_ptr());
   }
   // Output (one L×dv tensor per head) included; inputs excluded.
@@ -88,6 +106,28 @@ void RunAttention(benchmark::State& state, Kernel kernel, bool causal) {
   state.counters["tokens/s"] =
       benchmark::Counter(length, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+#if TORCH_VERSION_MAJOR >= 2
+// PyTorch's own fused attention (FlashAttention on recent GPUs), the
+// reference for exact attention on a GPU.
+void Sdpa(benchmark::State& state) {
+  const int64_t length = state.range(0);
+  const auto opts = at::TensorOptions().device(BenchDevice());
+  const at::Tensor q = at::randn({1, kHeads, length, kDim}, opts);
+  for (auto _ : state) {
+    const at::Tensor out = at::scaled_dot_product_attention(q, q, q);
+    Synchronize(out);
+  }
+  state.counters["tokens/s"] =
+      benchmark::Counter(length, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(Sdpa)
+    ->Arg(1 << 12)
+    ->Arg(1 << 14)
+    ->Arg(1 << 16)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+#endif
 
 void Exact(benchmark::State& state) {
   RunAttention(state, Kernel::kSoftmaxExact, false);

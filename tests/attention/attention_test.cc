@@ -281,6 +281,35 @@ TEST_P(AllKernelsTest, HalfPrecisionInputsFollowFloat32) {
   }
 }
 
+// The same code on a GPU: float32 matches the CPU closely, half precisions
+// within their rounding. Runs where LibTorch has CUDA and a device is
+// present (scripts/gpu-bench.sh); elsewhere it says why it is skipped.
+TEST_P(AllKernelsTest, CudaMatchesCpu) {
+  if (!at::hasCUDA()) {
+    GTEST_SKIP() << "LibTorch has no CUDA device here; run on the GPU machine";
+  }
+  const Inputs in = RandomInputs(2, 300, 300, 14, InputScale(GetParam()));
+  for (bool causal : {false, true}) {
+    AttentionOptions options = Options(GetParam(), causal);
+    options.chunk_tokens = 64;
+    const at::Tensor reference =
+        AttendOrDie(in.q, in.k, in.v, at::Tensor(), options);
+    for (at::ScalarType type : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      const auto cuda = [&](const at::Tensor& t) {
+        return t.to(at::kCUDA, type);
+      };
+      auto out = Attend(cuda(in.q), cuda(in.k), cuda(in.v), TestProjection(),
+                        at::Tensor(), options);
+      ASSERT_TRUE(out.ok()) << out.status();
+      const double bound = type == at::kFloat  ? 1e-4
+                           : type == at::kHalf ? 1e-2
+                                               : 5e-2;
+      EXPECT_LT(RelativeError(out->cpu(), reference), bound)
+          << c10::toString(type) << " causal=" << causal;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKernels, AllKernelsTest,
                          testing::Values(Kernel::kSoftmaxExact,
                                          Kernel::kFavorPositive,
