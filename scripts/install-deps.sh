@@ -21,13 +21,26 @@ if [[ "${1:-}" == "--print" ]]; then
   exit 0
 fi
 
+root=$(cd "$(dirname "$0")/.." && pwd)
+
 missing=()
 for pkg in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
   [[ "$status" == "installed" ]] || missing+=("$pkg")
 done
+# buf (the proto linter) comes from the npm registry; npm from Debian when
+# the machine has none of its own.
+command -v npm >/dev/null || missing+=(nodejs npm)
+
+install_buf() {
+  [[ -x "$root/tools/buf/node_modules/.bin/buf" ]] && return 0
+  echo "install-deps: installing buf into tools/buf"
+  npm install --prefix "$root/tools/buf" --no-package-lock --no-audit \
+    --no-fund --loglevel=error
+}
 
 if ((${#missing[@]} == 0)); then
+  install_buf
   exit 0
 fi
 
@@ -40,3 +53,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_buf

@@ -1,0 +1,78 @@
+// The names the outside world sees on /metrics: metric families, their
+// labels and the label values that stand for "no model" and "not one of
+// ours". The Grafana dashboard, the alert rules and the tests refer to these,
+// so they are written down once, here.
+//
+// Conventions (design.md): every name starts with `favor_`; durations are
+// `_seconds` histograms; counters end in `_total`; labels are few and
+// bounded (model, method, code; never a request id).
+#ifndef FAVOR_SERVER_METRICS_METRIC_NAMES_H_
+#define FAVOR_SERVER_METRICS_METRIC_NAMES_H_
+
+#include "absl/strings/string_view.h"
+
+namespace favor::metrics {
+
+// ---- Histograms ----
+// Whole request, as the client sees it from the server: {model, method, code}.
+inline constexpr absl::string_view kRequestDurationSeconds =
+    "favor_request_duration_seconds";
+// Admission to the queue until the start of the request's batch: {model}.
+inline constexpr absl::string_view kQueueDurationSeconds =
+    "favor_queue_duration_seconds";
+// One batch's computation on its device: {model}.
+inline constexpr absl::string_view kComputeDurationSeconds =
+    "favor_compute_duration_seconds";
+// Requests per batch: {model}.
+inline constexpr absl::string_view kBatchSizeRequests =
+    "favor_batch_size_requests";
+// Tokens per batch: {model}.
+inline constexpr absl::string_view kBatchSizeTokens = "favor_batch_size_tokens";
+// Tokens per input (after truncation): {model}.
+inline constexpr absl::string_view kInputLengthTokens =
+    "favor_input_length_tokens";
+
+// ---- Gauges ----
+// Requests waiting in a model's queue: {model}.
+inline constexpr absl::string_view kQueueDepth = "favor_queue_depth";
+// Calls the server has started and not yet answered: {method}.
+inline constexpr absl::string_view kRequestsInFlight =
+    "favor_requests_in_flight";
+// Always 1; its labels carry the facts: {model, version, kernel, device}.
+inline constexpr absl::string_view kModelInfo = "favor_model_info";
+
+// ---- Counters ----
+// Answered calls: {model, method, code}.
+inline constexpr absl::string_view kRequestsTotal = "favor_requests_total";
+// Tokens computed (successful batches only): {model}.
+inline constexpr absl::string_view kTokensProcessedTotal =
+    "favor_tokens_processed_total";
+
+// ---- Labels ----
+inline constexpr absl::string_view kModelLabel = "model";
+inline constexpr absl::string_view kMethodLabel = "method";
+// The gRPC status code's name: "OK", "INVALID_ARGUMENT", ...
+inline constexpr absl::string_view kCodeLabel = "code";
+inline constexpr absl::string_view kVersionLabel = "version";
+inline constexpr absl::string_view kKernelLabel = "kernel";
+inline constexpr absl::string_view kDeviceLabel = "device";
+
+// ---- Label values that keep the label sets bounded ----
+// `model` of calls that use no model (Attend, ListModels) or name none.
+inline constexpr absl::string_view kNoModel = "(none)";
+// `model` or `method` of a name that was not registered when Metrics was
+// created (a client asking for a model the server lacks must not create a
+// series per name it tries).
+inline constexpr absl::string_view kOtherLabelValue = "(other)";
+
+// The Favor RPCs, as `method` values (the methods Metrics registers unless
+// told otherwise).
+inline constexpr absl::string_view kMethodEmbed = "Embed";
+inline constexpr absl::string_view kMethodEmbedStream = "EmbedStream";
+inline constexpr absl::string_view kMethodAttend = "Attend";
+inline constexpr absl::string_view kMethodListModels = "ListModels";
+inline constexpr absl::string_view kMethodGetModel = "GetModel";
+
+}  // namespace favor::metrics
+
+#endif  // FAVOR_SERVER_METRICS_METRIC_NAMES_H_
