@@ -358,6 +358,9 @@ TEST(AttentionTest, ErrorsNameTheProblem) {
   EXPECT_THAT(message(Attend(in.q, in.k, in.v, w, at::zeros({1, 7}, at::kBool),
                              options)),
               HasSubstr("key_padding_mask"));
+  EXPECT_THAT(message(Attend(in.q, in.k.to(at::Device("meta")), in.v, w, {},
+                             options)),
+              HasSubstr("one device"));
   AttentionOptions causal = options;
   causal.causal = true;
   EXPECT_THAT(message(Attend(in.q, in.k.narrow(2, 0, 4), in.v.narrow(2, 0, 4),
