@@ -390,6 +390,21 @@ std::vector<KeyState> AccumulateRanges(const LinearAttention& attention,
   return parts;
 }
 
+// Each group's key sums over all of its ranges.
+std::vector<KeyState> MergeRanges(const LinearAttention& attention,
+                                  const std::vector<HeadGroup>& groups,
+                                  const std::vector<TokenRange>& ranges,
+                                  const std::vector<KeyState>& parts) {
+  std::vector<KeyState> totals;
+  for (const HeadGroup& group : groups) {
+    totals.push_back(attention.EmptyState(group));
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    attention.Merge(totals[ranges[i].group], parts[i]);
+  }
+  return totals;
+}
+
 void RunNonCausal(const LinearAttention& attention,
                   const AttentionOptions& options,
                   const std::vector<HeadGroup>& groups, bool parallel) {
@@ -399,13 +414,8 @@ void RunNonCausal(const LinearAttention& attention,
       options.chunk_tokens, tasks);
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, key_ranges, parallel);
-  std::vector<KeyState> totals;
-  for (const HeadGroup& group : groups) {
-    totals.push_back(attention.EmptyState(group));
-  }
-  for (size_t i = 0; i < key_ranges.size(); ++i) {
-    attention.Merge(totals[key_ranges[i].group], parts[i]);
-  }
+  const std::vector<KeyState> totals =
+      MergeRanges(attention, groups, key_ranges, parts);
   std::vector<at::Tensor> states;
   for (const KeyState& total : totals) {
     states.push_back(attention.QueryState(total));
@@ -432,13 +442,8 @@ void RunCausal(const LinearAttention& attention,
       options.causal_chunk_tokens, TargetTasks(parallel, groups.size()));
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, ranges, parallel);
-  std::vector<KeyState> totals;
-  for (const HeadGroup& group : groups) {
-    totals.push_back(attention.EmptyState(group));
-  }
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    attention.Merge(totals[ranges[i].group], parts[i]);
-  }
+  const std::vector<KeyState> totals =
+      MergeRanges(attention, groups, ranges, parts);
   // Prefixes with the global shift: shifting to the total's shift first
   // makes every merge below a plain sum.
   std::vector<KeyState> prefixes(ranges.size());
