@@ -47,7 +47,7 @@ struct AttentionOptions {
   // Tokens per chunk for linear kernels. Extra memory per head is about
   // chunk_tokens·(F + dv) floats for non-causal and
   // causal_chunk_tokens·(F + causal_chunk_tokens) for causal attention.
-  int64_t chunk_tokens = 256;
+  int64_t chunk_tokens = 512;
   int64_t causal_chunk_tokens = 128;
   // Tile sizes of exact softmax attention (scores tile is query × key).
   int64_t exact_query_tile = 128;
