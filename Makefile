@@ -27,7 +27,7 @@ serve: build
 	fi
 
 bench: build
-	@$(BUILD_DIR)/bench/attention_bench
+	@$(BUILD_DIR)/bench/attention_bench --benchmark_repetitions=5 --benchmark_display_aggregates_only=true
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
