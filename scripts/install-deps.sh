@@ -12,8 +12,10 @@ packages=(
   # service
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   prometheus-cpp-dev libgoogle-glog-dev nlohmann-json3-dev
-  # tests and benchmarks
+  # tests and benchmarks; the Python peers (parity with PyTorch, a grpcio
+  # client) run on Debian's /usr/bin/python3
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-torch python3-numpy python3-grpcio python3-protobuf
 )
 
 if [[ "${1:-}" == "--print" ]]; then

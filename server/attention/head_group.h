@@ -4,6 +4,7 @@
 #define FAVOR_SERVER_ATTENTION_HEAD_GROUP_H_
 
 #include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
 #include <ATen/core/Tensor.h>
 
 #include <algorithm>
@@ -65,7 +66,11 @@ void ForEachTask(int64_t n, bool parallel, Fn&& f) {
   std::atomic<int64_t> next{0};
   const int64_t workers =
       std::min<int64_t>(n, static_cast<int64_t>(at::get_num_threads()));
+  // The caller's LibTorch thread-local state (inference mode, grad mode)
+  // travels to the worker threads.
+  const at::ThreadLocalState caller_state;
   at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
+    const at::ThreadLocalStateGuard guard(caller_state);
     for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) f(i);
   });
 }

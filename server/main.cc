@@ -1,0 +1,346 @@
+// favor-server: the Favor gRPC service (server/service) over the models of a
+// model repository. Flags live here only and are copied into Options; every
+// default comes from the Options struct it feeds, so `--help` prints the
+// numbers that GetModel reports.
+//
+// Start-up: CPU parallelism, load every model (each failure is logged with
+// the loader's message; no model at all exits 1), start the metrics
+// endpoint, start gRPC with the Favor service, health checking (NOT_SERVING
+// until every model has run one warm-up Embed) and server reflection.
+// SIGTERM / SIGINT: health NOT_SERVING, new calls UNAVAILABLE, the batchers
+// drain for at most --drain_timeout_seconds, then gRPC shuts down and the
+// process exits 0.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "glog/logging.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/attention/kernel.h"
+#include "server/attention/parallelism.h"
+#include "server/batching/batcher.h"
+#include "server/common/status_macros.h"
+#include "server/metrics/metrics.h"
+#include "server/model/model.h"
+#include "server/model/model_repository.h"
+#include "server/service/favor_service.h"
+#include "server/service/metrics_http_server.h"
+
+namespace {
+
+using favor::batching::Batcher;
+using favor::service::FavorService;
+
+const Batcher::Options kBatching;
+const FavorService::Options kService;
+const favor::model::ModelOptions kModel;
+
+}  // namespace
+
+ABSL_FLAG(int, port, 50051, "gRPC port; 0 lets the kernel pick one (logged)");
+ABSL_FLAG(std::string, bind_address, "127.0.0.1",
+          "address gRPC and /metrics listen on (0.0.0.0: every interface)");
+ABSL_FLAG(int, metrics_port, 9464,
+          "port of the Prometheus endpoint /metrics; 0 picks one (logged)");
+ABSL_FLAG(std::string, model_repository, "models",
+          "folder of models, <repository>/<name>/config.json + "
+          "model.safetensors; every sub-folder is loaded");
+ABSL_FLAG(std::string, default_model, kService.default_model,
+          "model of requests that name none; empty: 'default' if loaded, "
+          "else the first by name");
+ABSL_FLAG(std::string, device, kModel.device,
+          "device of every model: cpu, cuda or cuda:N");
+ABSL_FLAG(std::string, dtype, "float32",
+          "compute dtype: float32, bfloat16 or float16 (the last two on CUDA)");
+ABSL_FLAG(int, threads, 0,
+          "CPU threads for attention and the encoder; 0: one per hardware "
+          "thread");
+ABSL_FLAG(int64_t, max_batch_tokens, kBatching.max_batch_tokens,
+          "token budget of one batch (a longer input runs alone)");
+ABSL_FLAG(int64_t, max_batch_requests, kBatching.max_batch_requests,
+          "most inputs in one batch");
+ABSL_FLAG(int64_t, max_queue_delay_micros,
+          absl::ToInt64Microseconds(kBatching.max_queue_delay),
+          "longest wait of a queued input for company before its batch runs");
+ABSL_FLAG(int64_t, max_queue_requests, kBatching.max_queue_requests,
+          "most inputs queued per model; beyond: RESOURCE_EXHAUSTED with a "
+          "retry hint");
+ABSL_FLAG(int64_t, max_queue_tokens, kBatching.max_queue_tokens,
+          "most tokens queued per model; beyond: RESOURCE_EXHAUSTED with a "
+          "retry hint");
+ABSL_FLAG(int64_t, max_request_age_millis,
+          absl::ToInt64Milliseconds(kBatching.max_request_age),
+          "a queued input this old leads the next batch whatever its priority");
+ABSL_FLAG(int64_t, max_inputs_per_call, kService.max_inputs_per_call,
+          "most inputs in one Embed call");
+ABSL_FLAG(int64_t, max_tokens_per_call, kService.max_tokens_per_call,
+          "most tokens (after truncation) in one Embed call");
+ABSL_FLAG(int64_t, max_stream_messages_in_flight,
+          kService.max_stream_messages_in_flight,
+          "EmbedStream messages read but not yet answered, per stream; the "
+          "server stops reading a stream at this many");
+ABSL_FLAG(int64_t, max_attend_queue_requests,
+          kService.attend_batching.max_queue_requests,
+          "most Attend calls queued; beyond: RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_attend_tensor_elements,
+          kService.attend_limits.max_tensor_elements,
+          "most elements of one Attend tensor (Q, K, V or the output)");
+ABSL_FLAG(int64_t, drain_timeout_seconds, 30,
+          "on SIGTERM/SIGINT, how long queued work may still run before it "
+          "is answered UNAVAILABLE");
+ABSL_FLAG(int, max_message_bytes, 64 << 20,
+          "largest gRPC message received or sent, in bytes");
+
+namespace {
+
+absl::StatusOr<FavorService::Options> ServiceOptionsFromFlags() {
+  FavorService::Options options;
+  options.default_model = absl::GetFlag(FLAGS_default_model);
+  options.max_inputs_per_call = absl::GetFlag(FLAGS_max_inputs_per_call);
+  options.max_tokens_per_call = absl::GetFlag(FLAGS_max_tokens_per_call);
+  options.max_stream_messages_in_flight =
+      absl::GetFlag(FLAGS_max_stream_messages_in_flight);
+  Batcher::Options& batching = options.embed_batching;
+  batching.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  batching.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
+  batching.max_queue_delay =
+      absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_micros));
+  batching.max_queue_requests = absl::GetFlag(FLAGS_max_queue_requests);
+  batching.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
+  batching.max_request_age =
+      absl::Milliseconds(absl::GetFlag(FLAGS_max_request_age_millis));
+  options.attend_batching.max_queue_requests =
+      absl::GetFlag(FLAGS_max_attend_queue_requests);
+  options.attend_limits.max_tensor_elements =
+      absl::GetFlag(FLAGS_max_attend_tensor_elements);
+  return options;
+}
+
+// Loads every model of the repository; fails when none loads.
+absl::StatusOr<std::unique_ptr<favor::model::ModelRepository>> LoadModels() {
+  favor::model::ModelOptions options;
+  options.device = absl::GetFlag(FLAGS_device);
+  ASSIGN_OR_RETURN(options.dtype,
+                   favor::model::ParseComputeDType(absl::GetFlag(FLAGS_dtype)));
+  const std::string path = absl::GetFlag(FLAGS_model_repository);
+  ASSIGN_OR_RETURN(auto repository,
+                   favor::model::ModelRepository::Load(path, options));
+  for (const auto& failure : repository->failures()) {
+    LOG(ERROR) << "event=model_load_failed model=" << failure.name
+               << " error=\"" << failure.status.message() << "\"";
+  }
+  for (const std::string& name : repository->ModelNames()) {
+    const favor::model::Model* model = *repository->Find(name);
+    LOG(INFO) << "event=model_loaded model=" << name << " version=\""
+              << model->config().version
+              << "\" device=" << model->description().device
+              << " parameters=" << model->description().parameter_count;
+  }
+  if (repository->size() == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("no model loaded from --model_repository=", path, " (",
+                     repository->failures().size(), " failed to load)"));
+  }
+  return repository;
+}
+
+// One small Embed per model, so that the first client pays no start-up cost.
+absl::Status WarmUp(const std::vector<const favor::model::Model*>& models) {
+  for (const favor::model::Model* model : models) {
+    const absl::Time start = absl::Now();
+    const std::vector<int32_t> token_ids = {0};
+    const std::vector<int64_t> offsets = {0, 1};
+    absl::Status status = model->Embed(token_ids, offsets).status();
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat("warm-up of model '", model->name(),
+                                       "': ", status.message()));
+    }
+    LOG(INFO) << "event=model_warmed_up model=" << model->name()
+              << " seconds=" << absl::ToDoubleSeconds(absl::Now() - start);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<favor::metrics::Metrics>> NewMetrics(
+    const std::vector<const favor::model::Model*>& models) {
+  favor::metrics::Metrics::Options options;
+  // Served by MetricsHttpServer (see there why not by prometheus-cpp).
+  options.serve_http = false;
+  for (const favor::model::Model* model : models) {
+    options.models.push_back(model->name());
+  }
+  ASSIGN_OR_RETURN(auto metrics, favor::metrics::Metrics::Create(options));
+  for (const favor::model::Model* model : models) {
+    metrics->SetModelInfo(
+        model->name(), model->config().version,
+        favor::attention::KernelName(model->config().attention.kernel),
+        model->description().device);
+  }
+  return metrics;
+}
+
+absl::StatusOr<std::unique_ptr<favor::service::MetricsHttpServer>>
+StartMetricsHttp(const favor::metrics::Metrics* metrics) {
+  favor::service::MetricsHttpServer::Options options;
+  options.bind_address = absl::GetFlag(FLAGS_bind_address);
+  options.port = absl::GetFlag(FLAGS_metrics_port);
+  ASSIGN_OR_RETURN(auto http,
+                   favor::service::MetricsHttpServer::Create(options, metrics));
+  LOG(INFO) << "event=metrics_started address=" << options.bind_address
+            << " port=" << http->port() << " path=/metrics";
+  return http;
+}
+
+// Health of the whole server ("") and of the Favor service.
+void SetHealth(grpc::Server* server, bool serving) {
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus(serving);
+  health->SetServingStatus(std::string(favor::v1::Favor::service_full_name()),
+                           serving);
+}
+
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(FavorService* service) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string host = absl::GetFlag(FLAGS_bind_address);
+  // An IPv6 address needs brackets before the port.
+  const std::string address = absl::StrCat(
+      absl::StrContains(host, ':') ? absl::StrCat("[", host, "]") : host, ":",
+      absl::GetFlag(FLAGS_port));
+  int port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", address,
+                     " (--bind_address, --port): is the port in use?"));
+  }
+  SetHealth(server.get(), false);
+  LOG(INFO) << "event=grpc_started address="
+            << absl::GetFlag(FLAGS_bind_address) << " port=" << port;
+  return server;
+}
+
+// SIGTERM and SIGINT write their number into a pipe that the main thread
+// reads: a handler (rather than sigwait) catches them on whichever thread
+// they land, including threads that libraries started before main().
+int shutdown_pipe[2] = {-1, -1};
+
+void OnShutdownSignal(int signal) {
+  const char byte = static_cast<char>(signal);
+  (void)!write(shutdown_pipe[1], &byte, 1);
+}
+
+absl::Status InstallSignalHandlers() {
+  if (pipe(shutdown_pipe) != 0) {
+    return absl::InternalError("cannot create the shutdown signal pipe");
+  }
+  struct sigaction action = {};
+  action.sa_handler = OnShutdownSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return absl::OkStatus();
+}
+
+int WaitForSignal() {
+  char byte = 0;
+  while (read(shutdown_pipe[0], &byte, 1) != 1) {
+  }
+  return byte;
+}
+
+void Drain(grpc::Server* server, FavorService* service) {
+  SetHealth(server, false);
+  service->StartDraining();
+  const absl::Duration timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_seconds));
+  const absl::Time start = absl::Now();
+  service->Shutdown(timeout);
+  LOG(INFO) << "event=drained seconds="
+            << absl::ToDoubleSeconds(absl::Now() - start);
+  // Calls still open (none should be) get a second to finish.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server->Wait();
+}
+
+absl::Status Run() {
+  RETURN_IF_ERROR(InstallSignalHandlers());
+  favor::attention::CpuParallelismOptions parallelism;
+  parallelism.num_threads = absl::GetFlag(FLAGS_threads);
+  const int threads = favor::attention::ConfigureCpuParallelism(parallelism);
+  LOG(INFO) << "event=start threads=" << threads
+            << " model_repository=" << absl::GetFlag(FLAGS_model_repository)
+            << " device=" << absl::GetFlag(FLAGS_device);
+  ASSIGN_OR_RETURN(auto repository, LoadModels());
+  std::vector<const favor::model::Model*> models;
+  for (const std::string& name : repository->ModelNames()) {
+    models.push_back(*repository->Find(name));
+  }
+  ASSIGN_OR_RETURN(FavorService::Options options, ServiceOptionsFromFlags());
+  ASSIGN_OR_RETURN(auto metrics, NewMetrics(models));
+  ASSIGN_OR_RETURN(auto metrics_http, StartMetricsHttp(metrics.get()));
+  ASSIGN_OR_RETURN(auto service,
+                   FavorService::Create(options, models, metrics.get()));
+  ASSIGN_OR_RETURN(auto server, StartGrpc(service.get()));
+  RETURN_IF_ERROR(WarmUp(models));
+  SetHealth(server.get(), true);
+  LOG(INFO) << "event=serving models="
+            << absl::StrJoin(repository->ModelNames(), ",")
+            << " default_model=" << service->default_model();
+  const int signal = WaitForSignal();
+  LOG(INFO) << "event=shutdown_started signal=" << signal;
+  Drain(server.get(), service.get());
+  LOG(INFO) << "event=shutdown_complete";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves the Favor gRPC API (favor.v1.Favor, health, reflection) for "
+      "the models of --model_repository.\nUsage: favor-server "
+      "--model_repository=DIR [flags]");
+  // --help lists this file's flags (absl's default looks for a file named
+  // after the binary).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
+  absl::ParseCommandLine(argc, argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  absl::Status status = Run();
+  if (!status.ok()) {
+    LOG(ERROR) << "event=exit error=\"" << status << "\"";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,133 @@
+// The Performer encoder's forward pass over a packed batch, on LibTorch
+// tensors: embeddings, the configured blocks (encoder, cross-attention,
+// ISAB) and the final norm. docs/models.md, "The forward pass", is the
+// contract this follows. Implementation detail of server/model: includes
+// ATen, not for other modules.
+#ifndef FAVOR_SERVER_MODEL_ENCODER_H_
+#define FAVOR_SERVER_MODEL_ENCODER_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/attention/attention.h"
+#include "server/model/layers.h"
+#include "server/model/model_config.h"
+
+namespace favor::model::internal {
+
+// One attention sublayer's weights.
+struct AttentionWeights {
+  // query | key | value fused into one (H, 3H) layer: self-attention
+  // projects all three in one GEMM; cross-attention slices it.
+  Linear query_key_value;
+  Linear output;          // attention.output.dense
+  at::Tensor projection;  // (m, d) float32, or undefined (no projection)
+};
+
+// One layer: attention, then feed-forward, each with its norm.
+struct LayerWeights {
+  AttentionWeights attention;
+  Norm attention_norm;  // N1: attention.output.LayerNorm
+  Linear intermediate;  // intermediate.dense
+  Linear output;        // output.dense
+  Norm output_norm;     // N2: output.LayerNorm
+};
+
+struct EncoderWeights {
+  at::Tensor word_embeddings;      // (V, H)
+  at::Tensor position_embeddings;  // (P, H), or undefined
+  at::Tensor token_type_row;       // (H): row 0, added to every token
+  Norm embeddings_norm;
+  at::Tensor latents;                       // (num_latents, H): cross only
+  std::vector<LayerWeights> layers;         // encoder.layer.N
+  std::vector<LayerWeights> induced;        // encoder.layer.N.induced: isab
+  std::vector<at::Tensor> inducing_points;  // (k, H) per layer: isab
+  Norm final_norm;                          // pre-norm only
+  at::Tensor pooler_query;                  // (H), or undefined
+};
+
+struct EncoderOptions {
+  attention::AttentionOptions attention;  // kernel etc. from the config
+  int64_t block_tokens = 256;             // rows per ForEachRowBlock block
+  bool parallel_blocks = true;            // CPU: threads claim blocks
+};
+
+// Vectors of a packed batch: `values` (rows, H) and which rows belong to
+// which sequence (offsets, one per sequence plus one).
+struct PackedVectors {
+  at::Tensor values;
+  std::vector<int64_t> offsets;
+};
+
+class Encoder {
+ public:
+  Encoder(ModelConfig config, EncoderWeights weights, EncoderOptions options);
+
+  const ModelConfig& config() const { return config_; }
+  const EncoderWeights& weights() const { return weights_; }
+
+  // Output vectors (one per token; per latent for "cross_attention") of the
+  // sequences token_ids[offsets[s], offsets[s + 1]). `token_ids` is an int64
+  // tensor on the weights' device; the input has been validated. Errors
+  // from the attention library are returned; LibTorch may throw c10::Error.
+  absl::StatusOr<PackedVectors> Forward(
+      const at::Tensor& token_ids, absl::Span<const int64_t> offsets) const;
+
+  // ---- Implementation details follow. ----
+ private:
+  // A packed batch's tokens: their offsets, positions and rotary tables.
+  struct Tokens;
+
+  Tokens MakeTokens(const at::Tensor& token_ids,
+                    absl::Span<const int64_t> offsets) const;
+  at::Tensor Embed(const at::Tensor& token_ids, const Tokens& tokens) const;
+  // The blocks of docs/models.md; cross-attention sets the latents' offsets.
+  absl::StatusOr<at::Tensor> RunEncoder(at::Tensor x,
+                                        const Tokens& tokens) const;
+  absl::StatusOr<at::Tensor> RunCrossAttention(
+      const at::Tensor& x, const Tokens& tokens,
+      std::vector<int64_t>& latent_offsets) const;
+  absl::StatusOr<at::Tensor> RunIsab(at::Tensor x, const Tokens& tokens) const;
+  // One layer mapping queries `a` (offsets a_offsets) and keys/values `b`
+  // to new query vectors; `self` when a and b are the same tokens.
+  absl::StatusOr<at::Tensor> Layer(const LayerWeights& layer,
+                                   const at::Tensor& a,
+                                   absl::Span<const int64_t> a_offsets,
+                                   const at::Tensor& b,
+                                   absl::Span<const int64_t> b_offsets,
+                                   const Tokens* rotary_tokens) const;
+  // Q and K|V projections (norm first in pre-norm), rotary applied.
+  void ProjectSelf(const LayerWeights& layer, const at::Tensor& x,
+                   const Tokens* rotary_tokens, at::Tensor& qkv) const;
+  at::Tensor Project(const LayerWeights& layer, const at::Tensor& x,
+                     const Linear& linear) const;
+  // Multi-head attention of (rows, H) projections, heads split as views.
+  absl::StatusOr<at::Tensor> Attend(const LayerWeights& layer,
+                                    const at::Tensor& q, const at::Tensor& k,
+                                    const at::Tensor& v,
+                                    absl::Span<const int64_t> q_offsets,
+                                    absl::Span<const int64_t> k_offsets) const;
+  // Attention output projection, residuals, norms and feed-forward.
+  at::Tensor FinishLayer(const LayerWeights& layer, const at::Tensor& a,
+                         const at::Tensor& attended) const;
+  // One copy of `points` (n, H) per sequence, and the copies' offsets.
+  at::Tensor Repeat(const at::Tensor& points, int64_t sequences,
+                    std::vector<int64_t>& offsets) const;
+  at::Tensor ApplyNorm(const Norm& norm, const at::Tensor& x) const;
+  template <typename Fn>
+  void Blocks(int64_t rows, Fn&& fn) const {
+    ForEachRowBlock(rows, options_.block_tokens, options_.parallel_blocks, fn);
+  }
+
+  ModelConfig config_;
+  EncoderWeights weights_;
+  EncoderOptions options_;
+};
+
+}  // namespace favor::model::internal
+
+#endif  // FAVOR_SERVER_MODEL_ENCODER_H_

@@ -1,0 +1,35 @@
+// Turns a checked model.safetensors into the encoder's tensors on a device.
+// Implementation detail of server/model: includes ATen, not for other
+// modules.
+#ifndef FAVOR_SERVER_MODEL_ENCODER_WEIGHTS_H_
+#define FAVOR_SERVER_MODEL_ENCODER_WEIGHTS_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "server/model/encoder.h"
+#include "server/model/model_config.h"
+#include "server/model/safetensors.h"
+
+namespace favor::model::internal {
+
+struct LoadedWeights {
+  EncoderWeights weights;
+  int64_t parameter_count = 0;         // elements read from the file
+  int64_t num_stored_projections = 0;  // projections read, not drawn
+};
+
+// Reads every tensor the config needs from `file` (already checked with
+// CheckTensors against ExpectedWeights(config)) and copies it to `device`
+// in `dtype`; projections stay float32. Projections the file lacks are
+// drawn as docs/models.md, Projections, says. May throw c10::Error.
+absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
+                                                 const SafetensorsFile& file,
+                                                 c10::Device device,
+                                                 at::ScalarType dtype);
+
+}  // namespace favor::model::internal
+
+#endif  // FAVOR_SERVER_MODEL_ENCODER_WEIGHTS_H_

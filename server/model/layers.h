@@ -1,0 +1,98 @@
+// The per-token building blocks of the encoder: linear layers, norms,
+// activations, rotary embeddings, and the row-block loop they run in.
+// Implementation detail of server/model: includes ATen, not for other
+// modules.
+#ifndef FAVOR_SERVER_MODEL_LAYERS_H_
+#define FAVOR_SERVER_MODEL_LAYERS_H_
+
+#include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
+#include <ATen/core/Tensor.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "server/model/model_config.h"
+
+namespace favor::model::internal {
+
+// Runs fn(begin, end) over [0, rows) in blocks of `block_rows`. On CPU
+// (`parallel`), the intra-op threads claim blocks one at a time: BLAS is
+// single-threaded in Favor (server/attention/parallelism.h), so a big GEMM
+// over all tokens would run on one core, while whole blocks per thread use
+// every core at near single-thread sgemm speed and keep each block's
+// intermediates in cache. Elsewhere blocks run in order on the caller's
+// thread (a GPU parallelises inside each op). fn may throw; at::parallel_for
+// rethrows the first exception on the caller's thread.
+template <typename Fn>
+void ForEachRowBlock(int64_t rows, int64_t block_rows, bool parallel, Fn&& fn) {
+  block_rows = std::max<int64_t>(1, block_rows);
+  const int64_t blocks = (rows + block_rows - 1) / block_rows;
+  auto run_block = [&](int64_t b) {
+    fn(b * block_rows, std::min(rows, (b + 1) * block_rows));
+  };
+  if (!parallel || blocks <= 1 || at::in_parallel_region()) {
+    for (int64_t b = 0; b < blocks; ++b) run_block(b);
+    return;
+  }
+  // OpenMP workers do not inherit the caller's thread-local state, among
+  // it c10::InferenceMode; without it they may not write inference tensors.
+  const at::ThreadLocalState caller_state;
+  std::atomic<int64_t> next{0};
+  const int64_t workers =
+      std::min<int64_t>(blocks, static_cast<int64_t>(at::get_num_threads()));
+  at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
+    const at::ThreadLocalStateGuard guard(caller_state);
+    for (int64_t b = next.fetch_add(1); b < blocks; b = next.fetch_add(1)) {
+      run_block(b);
+    }
+  });
+}
+
+// y = x Wᵀ + b (PyTorch's nn.Linear), with W stored transposed so that the
+// product is one GEMM without a transpose.
+struct Linear {
+  at::Tensor weight_t;  // (in, out); may be a column slice of a wider matrix
+  at::Tensor bias;      // (out)
+
+  // The layer restricted to output features [begin, begin + count): a view,
+  // no copy (the fused query|key|value layer is sliced this way).
+  Linear Columns(int64_t begin, int64_t count) const;
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
+// LayerNorm or ScaleNorm over the last dimension (docs/models.md, Norms).
+struct Norm {
+  NormType type = NormType::kLayerNorm;
+  at::Tensor weight;  // LayerNorm (H)
+  at::Tensor bias;    // LayerNorm (H)
+  at::Tensor scale;   // ScaleNorm (1)
+  double eps = 1e-12;
+
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
+// The feed-forward activation, in place on `x` (a fresh intermediate).
+void ActivateInPlace(Activation activation, at::Tensor& x);
+
+// cos and sin of every token's rotary angles, (tokens, d/2) float32 tables:
+// angle (t, i) = position_t · base^(−2i/d). Angles are formed in double
+// precision, because a float32 product p · θ_i loses the angle's fractional
+// part at the long lengths rotary models accept.
+struct RotaryTables {
+  at::Tensor cos;
+  at::Tensor sin;
+};
+RotaryTables MakeRotaryTables(const at::Tensor& positions, int64_t head_dim,
+                              double base);
+
+// Rotates the heads of x (rows, heads, d), a view written in place, by the
+// rows' angles (`cos`, `sin` rows matching x's rows), rotate-half
+// convention: feature pairs (i, i + d/2).
+void ApplyRotaryInPlace(at::Tensor x, const at::Tensor& cos,
+                        const at::Tensor& sin);
+
+}  // namespace favor::model::internal
+
+#endif  // FAVOR_SERVER_MODEL_LAYERS_H_

@@ -1,0 +1,307 @@
+#include "server/model/model.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <cstring>
+#include <filesystem>
+#include <new>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/model/encoder.h"
+#include "server/model/encoder_weights.h"
+#include "server/model/pooling.h"
+#include "server/model/safetensors.h"
+
+namespace favor::model {
+namespace {
+
+using internal::Encoder;
+using internal::PackedVectors;
+
+// The adapter between LibTorch's exceptions and Status: nothing thrown by
+// LibTorch leaves this module.
+template <typename Fn>
+auto Guarded(absl::string_view what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory"));
+  } catch (const c10::OutOfMemoryError& error) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": out of device memory: ", error.what_without_backtrace()));
+  } catch (const c10::Error& error) {
+    return absl::InternalError(
+        absl::StrCat(what, " failed: ", error.what_without_backtrace()));
+  }
+}
+
+at::ScalarType ScalarTypeOf(ComputeDType dtype) {
+  switch (dtype) {
+    case ComputeDType::kBFloat16:
+      return at::kBFloat16;
+    case ComputeDType::kFloat16:
+      return at::kHalf;
+    case ComputeDType::kFloat32:
+      break;
+  }
+  return at::kFloat;
+}
+
+absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
+  const std::string& name = options.device;
+  if (name == "cpu") {
+    if (options.dtype != ComputeDType::kFloat32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dtype ", NameOf(options.dtype),
+                       " needs a CUDA device; CPU models run in float32"));
+    }
+    return c10::Device(c10::kCPU);
+  }
+  if (name != "cuda" && name.rfind("cuda:", 0) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device '", name, "' is not \"cpu\", \"cuda\" or \"cuda:N\""));
+  }
+  c10::Device device(c10::kCPU);
+  try {
+    device = c10::Device(name);
+  } catch (const c10::Error&) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device '", name, "' is not \"cuda:N\""));
+  }
+  const int64_t available = at::hasCUDA() ? at::getNumGPUs() : 0;
+  const int64_t index = device.has_index() ? device.index() : 0;
+  if (index >= available) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device '", name, "' is not available: LibTorch sees ", available,
+        " CUDA device(s)", at::hasCUDA() ? "" : " (built without CUDA)"));
+  }
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+absl::Status CheckModelOptions(const ModelOptions& options) {
+  if (options.attention_chunk_tokens < 1 || options.cpu_block_tokens < 1 ||
+      options.gpu_block_tokens < 1) {
+    return absl::InvalidArgumentError(
+        "ModelOptions: attention_chunk_tokens, cpu_block_tokens and "
+        "gpu_block_tokens must be at least 1");
+  }
+  return absl::OkStatus();
+}
+
+// The base name of a model folder, its name in the API.
+std::string ModelName(const std::string& directory) {
+  std::filesystem::path path(directory);
+  if (!path.has_filename()) path = path.parent_path();  // trailing '/'
+  return path.filename().string();
+}
+
+class TorchModel final : public Model {
+ public:
+  TorchModel(ModelDescription description, Encoder encoder, c10::Device device)
+      : description_(std::move(description)),
+        encoder_(std::move(encoder)),
+        device_(device) {}
+
+  const ModelDescription& description() const override { return description_; }
+
+  absl::StatusOr<Embeddings> Embed(absl::Span<const int32_t> token_ids,
+                                   absl::Span<const int64_t> offsets,
+                                   const EmbedOptions& options) const override;
+
+ private:
+  absl::StatusOr<Embeddings> Compute(absl::Span<const int32_t> token_ids,
+                                     absl::Span<const int64_t> offsets,
+                                     Pooling pooling, bool normalize) const;
+
+  const ModelDescription description_;
+  const Encoder encoder_;
+  const c10::Device device_;
+};
+
+absl::StatusOr<Embeddings> TorchModel::Embed(
+    absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
+    const EmbedOptions& options) const {
+  RETURN_IF_ERROR(ValidatePackedInput(config(), token_ids, offsets));
+  const Pooling pooling = options.pooling.value_or(config().pooling);
+  if (pooling == Pooling::kAttention && !description_.has_attention_pooling) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pooling \"attention\" needs the tensor pooler.query, which model '",
+        name(), "' does not have"));
+  }
+  const bool normalize = options.normalize.value_or(config().normalize);
+  return Guarded(absl::StrCat("model '", name(), "'"), [&] {
+    return Compute(token_ids, offsets, pooling, normalize);
+  });
+}
+
+absl::StatusOr<Embeddings> TorchModel::Compute(
+    absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
+    Pooling pooling, bool normalize) const {
+  c10::InferenceMode inference_mode;
+  const int64_t count = static_cast<int64_t>(token_ids.size());
+  at::Tensor ids = at::empty({count}, at::kLong);
+  int64_t* id = ids.data_ptr<int64_t>();
+  for (int64_t t = 0; t < count; ++t) id[t] = token_ids[t];
+  ASSIGN_OR_RETURN(PackedVectors vectors,
+                   encoder_.Forward(ids.to(device_), offsets));
+  vectors.values = vectors.values.to(at::kFloat);
+  PackedVectors pooled =
+      internal::Pool(vectors, pooling, encoder_.weights().pooler_query);
+  if (normalize) internal::NormalizeRows(pooled.values);
+  const at::Tensor host = pooled.values.to(at::kCPU).contiguous();
+  Embeddings embeddings;
+  embeddings.dim = host.size(1);
+  embeddings.row_offsets = std::move(pooled.offsets);
+  embeddings.values.resize(host.numel());
+  std::memcpy(embeddings.values.data(), host.data_ptr<float>(),
+              host.numel() * sizeof(float));
+  return embeddings;
+}
+
+internal::EncoderOptions MakeEncoderOptions(const ModelConfig& config,
+                                            const ModelOptions& options,
+                                            c10::Device device) {
+  internal::EncoderOptions encoder;
+  encoder.attention.kernel = config.attention.kernel;
+  encoder.attention.causal = config.attention.causal;
+  encoder.attention.feature_epsilon =
+      static_cast<float>(config.attention.feature_epsilon);
+  encoder.attention.chunk_tokens = options.attention_chunk_tokens;
+  encoder.parallel_blocks = device.is_cpu();
+  encoder.block_tokens =
+      device.is_cpu() ? options.cpu_block_tokens : options.gpu_block_tokens;
+  return encoder;
+}
+
+ModelDescription Describe(const std::string& directory, ModelConfig config,
+                          const ModelOptions& options, c10::Device device,
+                          const internal::LoadedWeights& loaded) {
+  ModelDescription description;
+  description.name = ModelName(directory);
+  description.directory = directory;
+  description.device = device.str();
+  description.dtype = options.dtype;
+  description.parameter_count = loaded.parameter_count;
+  description.num_stored_projections = loaded.num_stored_projections;
+  description.has_attention_pooling = loaded.weights.pooler_query.defined();
+  description.embedding_dim = config.hidden_size;
+  description.vectors_per_sequence =
+      config.block == BlockType::kCrossAttention ? config.num_latents : 0;
+  description.num_features =
+      config.attention.kernel == attention::Kernel::kSoftmaxExact
+          ? 0
+          : attention::FeatureCount(config.attention.kernel,
+                                    config.attention.num_random_features,
+                                    config.head_dim());
+  description.config = std::move(config);
+  return description;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
+    const std::string& directory, const ModelOptions& options,
+    c10::Device device) {
+  c10::InferenceMode inference_mode;
+  ASSIGN_OR_RETURN(ModelConfig config,
+                   LoadModelConfig(directory + "/config.json"));
+  ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
+                   SafetensorsFile::Open(directory + "/model.safetensors"));
+  RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));
+  ASSIGN_OR_RETURN(internal::LoadedWeights loaded,
+                   internal::LoadEncoderWeights(config, *file, device,
+                                                ScalarTypeOf(options.dtype)));
+  internal::EncoderOptions encoder_options =
+      MakeEncoderOptions(config, options, device);
+  ModelDescription description =
+      Describe(directory, config, options, device, loaded);
+  Encoder encoder(std::move(config), std::move(loaded.weights),
+                  std::move(encoder_options));
+  return std::make_unique<TorchModel>(std::move(description),
+                                      std::move(encoder), device);
+}
+
+absl::Status CheckSequence(const ModelConfig& config,
+                           absl::Span<const int64_t> offsets, size_t s) {
+  const int64_t length = offsets[s + 1] - offsets[s];
+  if (length < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "offsets[", s + 1, "] is ", offsets[s + 1],
+        "; offsets must not decrease (offsets[", s, "] is ", offsets[s], ")"));
+  }
+  if (length == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence ", s,
+                     " is empty; every sequence needs at "
+                     "least 1 token"));
+  }
+  if (length > config.max_sequence_length) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence ", s, " has ", length, " tokens; the limit is ",
+                     config.max_sequence_length, " (max_sequence_length)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view NameOf(ComputeDType dtype) {
+  switch (dtype) {
+    case ComputeDType::kBFloat16:
+      return "bfloat16";
+    case ComputeDType::kFloat16:
+      return "float16";
+    case ComputeDType::kFloat32:
+      break;
+  }
+  return "float32";
+}
+
+absl::StatusOr<ComputeDType> ParseComputeDType(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "float32" || lower == "fp32") return ComputeDType::kFloat32;
+  if (lower == "bfloat16" || lower == "bf16") return ComputeDType::kBFloat16;
+  if (lower == "float16" || lower == "fp16") return ComputeDType::kFloat16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("dtype '", name,
+                   "' is not one of \"float32\", \"bfloat16\", \"float16\""));
+}
+
+absl::Status ValidatePackedInput(const ModelConfig& config,
+                                 absl::Span<const int32_t> token_ids,
+                                 absl::Span<const int64_t> offsets) {
+  const int64_t count = static_cast<int64_t>(token_ids.size());
+  if (offsets.size() < 2) {
+    return absl::InvalidArgumentError(
+        "offsets must list at least one sequence (2 entries: 0 and the token "
+        "count)");
+  }
+  if (offsets.front() != 0 || offsets.back() != count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "offsets must start at 0 and end at the token count ", count, "; got ",
+        offsets.front(), " and ", offsets.back()));
+  }
+  for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+    RETURN_IF_ERROR(CheckSequence(config, offsets, s));
+  }
+  for (int64_t t = 0; t < count; ++t) {
+    if (token_ids[t] < 0 || token_ids[t] >= config.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "token_ids[", t, "] is ", token_ids[t], "; must be in [0, ",
+          config.vocab_size, ") (vocab_size)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(
+    const std::string& directory, const ModelOptions& options) {
+  RETURN_IF_ERROR(CheckModelOptions(options));
+  ASSIGN_OR_RETURN(const c10::Device device, ParseDevice(options));
+  return Guarded(absl::StrCat("loading model ", directory),
+                 [&] { return LoadOnDevice(directory, options, device); });
+}
+
+}  // namespace favor::model

@@ -1,0 +1,162 @@
+// A loaded Performer encoder: one model of a model repository
+// (`<repository>/<name>/config.json` + `model.safetensors`, docs/models.md),
+// ready to embed packed batches of token sequences.
+//
+// Input is a packed batch: the token ids of every sequence concatenated,
+// plus offsets (sequence s owns token_ids[offsets[s], offsets[s + 1])).
+// Embeddings, projections, norms and feed-forward layers run over all tokens
+// at once; attention keeps per-sequence sums; nothing is padded. A
+// sequence's embedding does not depend on what it is batched with: only the
+// order of some float sums may differ (about 1e-7 relative; the tests hold
+// it to 1e-5).
+//
+// This header is LibTorch-free so that the service and the batcher's runner
+// can hold models without including LibTorch; the implementation
+// (model.cc, encoder.cc) is the only place that does.
+//
+// Thread safety: Embed is const and may be called from several threads at
+// once (one per batch worker); a Model never changes after Load.
+#ifndef FAVOR_SERVER_MODEL_MODEL_H_
+#define FAVOR_SERVER_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "server/model/model_config.h"
+
+namespace favor::model {
+
+// Element type of weights and activations on the device. Attention always
+// accumulates in float32 (server/attention); CPU models run in float32 only
+// (LibTorch's CPU half-precision GEMMs are slower than float32 ones).
+enum class ComputeDType { kFloat32, kBFloat16, kFloat16 };
+
+// "float32", "bfloat16", "float16".
+absl::string_view NameOf(ComputeDType dtype);
+// Accepts the names above and "fp32", "bf16", "fp16".
+absl::StatusOr<ComputeDType> ParseComputeDType(absl::string_view name);
+
+struct ModelOptions {
+  // "cpu", "cuda" (device 0) or "cuda:N". CUDA needs a LibTorch built with
+  // it and that device present; otherwise Load fails with INVALID_ARGUMENT.
+  std::string device = "cpu";
+  // bfloat16 and float16 need a CUDA device.
+  ComputeDType dtype = ComputeDType::kFloat32;
+  // Tokens per attention chunk of the linear kernels: extra memory per
+  // (sequence, head) task is about chunk × (features + head size) floats.
+  int64_t attention_chunk_tokens = 256;
+  // Tokens per block of the per-token layers (projections, norms,
+  // feed-forward) on CPU: each thread takes whole blocks, so the
+  // feed-forward's intermediate activations cost block × intermediate_size
+  // floats per thread instead of tokens × intermediate_size.
+  int64_t cpu_block_tokens = 256;
+  // The same on GPU, where blocks run one after another: large enough to
+  // fill the device, small enough to bound the intermediate activations of
+  // a million-token input.
+  int64_t gpu_block_tokens = 65536;
+};
+
+// Per-request choices; unset fields take the model's defaults (config.json's
+// "pooling" and "normalize").
+struct EmbedOptions {
+  std::optional<Pooling> pooling;
+  std::optional<bool> normalize;
+};
+
+// The output of Embed: `num_rows()` vectors of `dim` floats, row-major.
+// Sequence s owns rows [row_offsets[s], row_offsets[s + 1]): one row with
+// pooling, one per token (or per latent, for "cross_attention" models)
+// without.
+struct Embeddings {
+  int64_t dim = 0;
+  std::vector<int64_t> row_offsets;
+  std::vector<float> values;
+
+  int64_t num_sequences() const {
+    return row_offsets.empty() ? 0
+                               : static_cast<int64_t>(row_offsets.size()) - 1;
+  }
+  int64_t num_rows() const {
+    return row_offsets.empty() ? 0 : row_offsets.back();
+  }
+  absl::Span<const float> Row(int64_t row) const {
+    return absl::MakeConstSpan(values).subspan(row * dim, dim);
+  }
+};
+
+// What GetModel reports; fixed at load time.
+struct ModelDescription {
+  std::string name;       // the model's folder name
+  std::string directory;  // where it was loaded from
+  ModelConfig config;     // version, kernel, m, shape, limits, defaults
+  std::string device;     // as loaded, e.g. "cpu", "cuda:0"
+  ComputeDType dtype = ComputeDType::kFloat32;
+  // Elements of every tensor loaded from model.safetensors (BERT's unused
+  // tanh pooler excluded). Projections drawn at load time are not counted.
+  int64_t parameter_count = 0;
+  // F, the feature count of the attention kernel (m, 2m, or the head size
+  // for kernels without a projection; 0 for exact softmax).
+  int64_t num_features = 0;
+  // Stored projection matrices used instead of seeded draws.
+  int64_t num_stored_projections = 0;
+  // pooler.query is present, so requests may ask for attention pooling.
+  bool has_attention_pooling = false;
+  // Length of the output vectors (hidden_size).
+  int64_t embedding_dim = 0;
+  // Vectors per sequence without pooling: num_latents for
+  // "cross_attention", 0 meaning one per token otherwise.
+  int64_t vectors_per_sequence = 0;
+};
+
+// Checks a packed batch against a model's limits without computing:
+// at least one sequence; offsets start at 0, never decrease and end at
+// token_ids.size(); no sequence is empty or longer than max_sequence_length;
+// every id is in [0, vocab_size). INVALID_ARGUMENT naming the field, the
+// offending entry and the limit, e.g. "token_ids[7] is 40000; must be in
+// [0, 30522) (vocab_size)".
+absl::Status ValidatePackedInput(const ModelConfig& config,
+                                 absl::Span<const int32_t> token_ids,
+                                 absl::Span<const int64_t> offsets);
+
+class Model {
+ public:
+  // Loads `directory` (a folder holding config.json and model.safetensors;
+  // its base name is the model's name): parses and validates the config,
+  // opens the weights with the hardened reader, checks every tensor name and
+  // shape against the config (one message listing every problem), and
+  // copies the weights to the device in the requested dtype. Errors name
+  // the file and are INVALID_ARGUMENT (bad files or options), NOT_FOUND
+  // (missing files) or RESOURCE_EXHAUSTED (out of memory).
+  static absl::StatusOr<std::unique_ptr<Model>> Load(
+      const std::string& directory, const ModelOptions& options = {});
+
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  virtual const ModelDescription& description() const = 0;
+  const ModelConfig& config() const { return description().config; }
+  const std::string& name() const { return description().name; }
+
+  // Embeds a packed batch (see ValidatePackedInput for what is accepted).
+  // INVALID_ARGUMENT for bad input or for attention pooling on a model
+  // without pooler.query; INTERNAL (with LibTorch's message) or
+  // RESOURCE_EXHAUSTED if the computation fails. Runs in inference mode.
+  virtual absl::StatusOr<Embeddings> Embed(
+      absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
+      const EmbedOptions& options = {}) const = 0;
+
+ protected:
+  Model() = default;
+};
+
+}  // namespace favor::model
+
+#endif  // FAVOR_SERVER_MODEL_MODEL_H_

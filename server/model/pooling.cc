@@ -1,0 +1,58 @@
+#include "server/model/pooling.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <vector>
+
+namespace favor::model::internal {
+namespace {
+
+// α = softmax_i(q · y_i / √H), pooled = Σ α_i y_i.
+at::Tensor AttentionPool(const at::Tensor& rows, const at::Tensor& query) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(rows.size(1)));
+  const at::Tensor weights = at::softmax(at::mv(rows, query) * scale, 0);
+  return at::mv(rows.t(), weights);
+}
+
+}  // namespace
+
+PackedVectors Pool(const PackedVectors& vectors, Pooling pooling,
+                   const at::Tensor& query) {
+  if (pooling == Pooling::kNone) return vectors;
+  const int64_t sequences = static_cast<int64_t>(vectors.offsets.size()) - 1;
+  PackedVectors pooled;
+  pooled.values =
+      at::empty({sequences, vectors.values.size(1)}, vectors.values.options());
+  pooled.offsets.resize(sequences + 1);
+  const at::Tensor q =
+      query.defined() ? query.to(vectors.values.scalar_type()) : query;
+  for (int64_t s = 0; s < sequences; ++s) {
+    pooled.offsets[s + 1] = s + 1;
+    const int64_t begin = vectors.offsets[s];
+    const at::Tensor rows =
+        vectors.values.narrow(0, begin, vectors.offsets[s + 1] - begin);
+    at::Tensor out = pooled.values[s];
+    switch (pooling) {
+      case Pooling::kMean:
+        out.copy_(rows.mean(0));
+        break;
+      case Pooling::kCls:
+        out.copy_(rows[0]);
+        break;
+      case Pooling::kAttention:
+        out.copy_(AttentionPool(rows, q));
+        break;
+      case Pooling::kNone:
+        break;
+    }
+  }
+  return pooled;
+}
+
+void NormalizeRows(at::Tensor& rows) {
+  rows.div_(
+      at::linalg_vector_norm(rows, 2, {-1}, /*keepdim=*/true).clamp_min(1e-12));
+}
+
+}  // namespace favor::model::internal

@@ -1,0 +1,257 @@
+// favor-model: makes, inspects and checks the models of a model repository.
+//
+//   favor-model init --output DIR [--layers N --hidden H --heads A --ffn F
+//                    --vocab V --kernel K --features M --seed S ...]
+//   favor-model inspect DIR
+//   favor-model verify DIR [--device cpu|cuda:N --dtype float32|...]
+//
+// Every failure is one line on stderr, "favor-model <command>: <why>", and
+// exit status 1 (2 for a usage error).
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "server/attention/parallelism.h"
+#include "server/common/status_macros.h"
+#include "server/model/model.h"
+#include "server/model/model_config.h"
+#include "server/model/random_model.h"
+#include "server/model/safetensors.h"
+
+// ---- init: the defaults are the default model's shape (models/README.md).
+ABSL_FLAG(std::string, output, "", "init: model folder to write");
+ABSL_FLAG(bool, force, false, "init: overwrite a model already there");
+ABSL_FLAG(int64_t, layers, 4, "init: num_hidden_layers");
+ABSL_FLAG(int64_t, hidden, 256, "init: hidden_size");
+ABSL_FLAG(int64_t, heads, 4, "init: num_attention_heads");
+ABSL_FLAG(int64_t, ffn, 1024, "init: intermediate_size");
+ABSL_FLAG(int64_t, vocab, 30522,
+          "init: vocab_size (above 103: BERT's special token ids are set)");
+ABSL_FLAG(std::string, kernel, "favor+",
+          "init: attention kernel (softmax, favor+, hyperbolic, trig, relu, "
+          "elu+1, exp)");
+ABSL_FLAG(int64_t, features, 256, "init: num_random_features m");
+ABSL_FLAG(uint64_t, seed, 0,
+          "init: seed of the weights and of the projections (projection_seed)");
+ABSL_FLAG(std::string, position, "rotary",
+          "init: position_embedding_type (absolute, rotary, none)");
+ABSL_FLAG(int64_t, max_sequence_length, 1 << 20,
+          "init: max_sequence_length (absolute positions: also the table's "
+          "rows)");
+ABSL_FLAG(std::string, block, "encoder",
+          "init: block (encoder, cross_attention, isab)");
+ABSL_FLAG(int64_t, num_latents, 64, "init: latents of a cross_attention model");
+ABSL_FLAG(int64_t, num_inducing_points, 32,
+          "init: inducing points of an isab model");
+ABSL_FLAG(std::string, norm, "layer_norm", "init: layer_norm or scale_norm");
+ABSL_FLAG(std::string, norm_placement, "post", "init: post or pre");
+ABSL_FLAG(std::string, activation, "gelu",
+          "init: hidden_act (gelu, gelu_tanh, relu)");
+ABSL_FLAG(std::string, pooling, "mean",
+          "init: default pooling (mean, cls, attention, none)");
+ABSL_FLAG(bool, normalize, true, "init: L2-normalise embeddings by default");
+ABSL_FLAG(bool, causal, false, "init: causal attention");
+ABSL_FLAG(double, init_std, 0.02, "init: standard deviation of the weights");
+ABSL_FLAG(std::string, version, "", "init: version string (default: derived)");
+// ---- verify
+ABSL_FLAG(std::string, device, "cpu", "verify: cpu, cuda or cuda:N");
+ABSL_FLAG(std::string, dtype, "float32",
+          "verify: float32, or on CUDA bfloat16 / float16");
+ABSL_FLAG(int64_t, tokens, 512,
+          "verify: length of the longest test sequence (capped by the "
+          "model's max_sequence_length)");
+ABSL_FLAG(int32_t, threads, 0, "verify: CPU threads (0: one per core)");
+
+namespace favor::model {
+namespace {
+
+using Json = nlohmann::json;
+
+// The config from the flags, as config.json text, so that ParseModelConfig
+// validates it and names the flag's field in any error.
+Json ConfigFromFlags() {
+  Json config;
+  const int64_t vocab = absl::GetFlag(FLAGS_vocab);
+  config["version"] =
+      absl::GetFlag(FLAGS_version).empty()
+          ? absl::StrCat("random-seed-", absl::GetFlag(FLAGS_seed))
+          : absl::GetFlag(FLAGS_version);
+  config["vocab_size"] = vocab;
+  if (vocab > 103) {  // BERT's [PAD] [UNK] [CLS] [SEP] [MASK]
+    config.update({{"pad_token_id", 0},
+                   {"unk_token_id", 100},
+                   {"cls_token_id", 101},
+                   {"sep_token_id", 102},
+                   {"mask_token_id", 103}});
+  }
+  config["hidden_size"] = absl::GetFlag(FLAGS_hidden);
+  config["num_hidden_layers"] = absl::GetFlag(FLAGS_layers);
+  config["num_attention_heads"] = absl::GetFlag(FLAGS_heads);
+  config["intermediate_size"] = absl::GetFlag(FLAGS_ffn);
+  config["hidden_act"] = absl::GetFlag(FLAGS_activation);
+  config["norm"] = absl::GetFlag(FLAGS_norm);
+  config["norm_placement"] = absl::GetFlag(FLAGS_norm_placement);
+  config["position_embedding_type"] = absl::GetFlag(FLAGS_position);
+  config["max_sequence_length"] = absl::GetFlag(FLAGS_max_sequence_length);
+  config["max_position_embeddings"] = absl::GetFlag(FLAGS_max_sequence_length);
+  config["attention"] = {{"kernel", absl::GetFlag(FLAGS_kernel)},
+                         {"num_random_features", absl::GetFlag(FLAGS_features)},
+                         {"projection_seed", absl::GetFlag(FLAGS_seed)},
+                         {"causal", absl::GetFlag(FLAGS_causal)}};
+  const std::string block = absl::GetFlag(FLAGS_block);
+  config["block"] = block;
+  if (block == "cross_attention") {
+    config["num_latents"] = absl::GetFlag(FLAGS_num_latents);
+  }
+  if (block == "isab") {
+    config["num_inducing_points"] = absl::GetFlag(FLAGS_num_inducing_points);
+  }
+  config["pooling"] = absl::GetFlag(FLAGS_pooling);
+  config["normalize"] = absl::GetFlag(FLAGS_normalize);
+  return config;
+}
+
+absl::Status Init() {
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output.empty()) {
+    return absl::InvalidArgumentError(
+        "--output (the model folder) is required");
+  }
+  if (std::filesystem::exists(output + "/model.safetensors") &&
+      !absl::GetFlag(FLAGS_force)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(output, " already holds a model (--force replaces it)"));
+  }
+  ASSIGN_OR_RETURN(const ModelConfig config,
+                   ParseModelConfig(ConfigFromFlags().dump(), "flags"));
+  RandomModelOptions options;
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.init_std = absl::GetFlag(FLAGS_init_std);
+  RETURN_IF_ERROR(WriteRandomModel(config, output, options));
+  std::printf(
+      "wrote %s: %" PRId64 " layers, hidden %" PRId64 ", %s, seed %" PRIu64
+      " (random weights)\n",
+      output.c_str(), config.num_hidden_layers, config.hidden_size,
+      std::string(attention::KernelName(config.attention.kernel)).c_str(),
+      options.seed);
+  return absl::OkStatus();
+}
+
+absl::Status Inspect(const std::string& directory) {
+  ASSIGN_OR_RETURN(const ModelConfig config,
+                   LoadModelConfig(directory + "/config.json"));
+  ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
+                   SafetensorsFile::Open(directory + "/model.safetensors"));
+  std::printf("model %s\nconfig.json:\n%s", directory.c_str(),
+              ModelConfigToJson(config).c_str());
+  int64_t parameters = 0;
+  std::printf("model.safetensors: %zu tensors\n", file->num_tensors());
+  for (const std::string& name : file->TensorNames()) {
+    const TensorView view = *file->Get(name);
+    parameters += view.num_elements();
+    std::printf("  %-56s %-4s %s\n", name.c_str(),
+                std::string(DTypeName(view.dtype)).c_str(),
+                ShapeToString(view.shape).c_str());
+  }
+  std::printf("parameters: %" PRId64 "\n", parameters);
+  RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));
+  std::printf("weights: every tensor matches the config\n");
+  return absl::OkStatus();
+}
+
+// Deterministic test input: two sequences, ids spread over the vocabulary.
+void TestInput(const ModelConfig& config, std::vector<int32_t>& ids,
+               std::vector<int64_t>& offsets) {
+  const int64_t longest =
+      std::min(config.max_sequence_length, absl::GetFlag(FLAGS_tokens));
+  offsets = {0};
+  for (const int64_t length :
+       {std::max<int64_t>(1, longest), std::min<int64_t>(longest, 17)}) {
+    for (int64_t i = 0; i < length; ++i) {
+      ids.push_back(static_cast<int32_t>((i * 7919 + 13) % config.vocab_size));
+    }
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+  }
+}
+
+absl::Status Verify(const std::string& directory) {
+  attention::ConfigureCpuParallelism({absl::GetFlag(FLAGS_threads)});
+  ModelOptions options;
+  options.device = absl::GetFlag(FLAGS_device);
+  ASSIGN_OR_RETURN(options.dtype,
+                   ParseComputeDType(absl::GetFlag(FLAGS_dtype)));
+  const auto load_start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(const std::unique_ptr<Model> model,
+                   Model::Load(directory, options));
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<int32_t> ids;
+  std::vector<int64_t> offsets;
+  TestInput(model->config(), ids, offsets);
+  ASSIGN_OR_RETURN(const Embeddings embeddings, model->Embed(ids, offsets));
+  const auto end = std::chrono::steady_clock::now();
+  double sum = 0, sum_abs = 0;
+  for (const float value : embeddings.values) {
+    if (!std::isfinite(value)) {
+      return absl::InternalError("the output has a NaN or an infinity");
+    }
+    sum += value;
+    sum_abs += std::abs(value);
+  }
+  const ModelDescription& d = model->description();
+  using Ms = std::chrono::duration<double, std::milli>;
+  std::printf(
+      "model %s: %" PRId64
+      " parameters, %s, %s on %s, loaded in %.1f ms\n"
+      "forward: %zu tokens in %" PRId64 " sequences, %.1f ms; output %" PRId64
+      " x %" PRId64 "\nchecksum: sum %.6f, sum|x| %.6f\n",
+      d.name.c_str(), d.parameter_count,
+      std::string(attention::KernelName(d.config.attention.kernel)).c_str(),
+      std::string(NameOf(d.dtype)).c_str(), d.device.c_str(),
+      Ms(start - load_start).count(), ids.size(), embeddings.num_sequences(),
+      Ms(end - start).count(), embeddings.num_rows(), embeddings.dim, sum,
+      sum_abs);
+  return absl::OkStatus();
+}
+
+int Run(const std::vector<char*>& args) {
+  const std::string command = args.size() > 1 ? args[1] : "";
+  absl::Status status;
+  if (command == "init" && args.size() == 2) {
+    status = Init();
+  } else if (command == "inspect" && args.size() == 3) {
+    status = Inspect(args[2]);
+  } else if (command == "verify" && args.size() == 3) {
+    status = Verify(args[2]);
+  } else {
+    std::fprintf(stderr, "%s\n",
+                 std::string(absl::ProgramUsageMessage()).c_str());
+    return 2;
+  }
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "favor-model %s: %s\n", command.c_str(),
+               std::string(status.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+}  // namespace favor::model
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "usage: favor-model init --output DIR [--layers N --hidden H ...]\n"
+      "       favor-model inspect DIR\n"
+      "       favor-model verify DIR [--device cpu|cuda:N --dtype ...]\n"
+      "(--help lists every flag)");
+  return favor::model::Run(absl::ParseCommandLine(argc, argv));
+}

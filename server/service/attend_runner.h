@@ -1,0 +1,47 @@
+// The ModelRunner of the Attend path: the Attend batcher (one request per
+// batch, so its queue, deadlines, cancellation and drain are the same as
+// Embed's) hands each AttendRequest to the attention library. The request
+// and response protos are read and written in place (the call keeps them
+// alive until it is answered).
+//
+// This header is LibTorch-free; attend_runner.cc is the only file of the
+// service that includes ATen.
+#ifndef FAVOR_SERVER_SERVICE_ATTEND_RUNNER_H_
+#define FAVOR_SERVER_SERVICE_ATTEND_RUNNER_H_
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "favor/v1/favor.pb.h"
+#include "server/batching/clock.h"
+#include "server/batching/model_runner.h"
+#include "server/service/attend_validation.h"
+
+namespace favor::service {
+
+// The payload of one Attend call's batching::Request.
+struct AttendWork {
+  const v1::AttendRequest* request = nullptr;  // validated
+  AttendPlan plan;
+  v1::AttendResponse* response = nullptr;  // output, kernel, num_features
+  absl::Duration queue_time;
+  absl::Duration compute_time;
+};
+
+// Computes one attention (see above); INVALID_ARGUMENT for NaN or infinity
+// in a tensor, INTERNAL for a LibTorch failure.
+absl::Status ComputeAttend(const AttendPlan& plan,
+                           const v1::AttendRequest& request,
+                           v1::AttendResponse* response);
+
+class AttendRunner final : public batching::ModelRunner {
+ public:
+  explicit AttendRunner(batching::Clock* clock) : clock_(clock) {}
+  absl::Status RunBatch(int worker_index, batching::Batch* batch) override;
+
+ private:
+  batching::Clock* const clock_;
+};
+
+}  // namespace favor::service
+
+#endif  // FAVOR_SERVER_SERVICE_ATTEND_RUNNER_H_

@@ -1,0 +1,58 @@
+// The ModelRunner of one model's Batcher: packs the batch's sequences into
+// one token list plus offsets, calls Model::Embed, and writes each request's
+// rows back into its payload (EmbedWork). Requests in one batch may ask for
+// different pooling or normalisation; each distinct choice is one Embed call
+// (normally there is one). A request that also wants its token embeddings
+// with a pooled embedding costs a second, unpooled Embed call.
+//
+// LibTorch-free: the model's implementation catches its own exceptions and
+// returns Status; anything that still escapes is caught here as INTERNAL.
+#ifndef FAVOR_SERVER_SERVICE_EMBED_RUNNER_H_
+#define FAVOR_SERVER_SERVICE_EMBED_RUNNER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/batching/clock.h"
+#include "server/batching/model_runner.h"
+#include "server/model/model.h"
+
+namespace favor::service {
+
+// The payload of one Embed input's batching::Request.
+struct EmbedWork {
+  // Input, set by the service.
+  std::vector<int32_t> token_ids;
+  model::Pooling pooling = model::Pooling::kMean;  // kNone: no pooled vector
+  bool normalize = false;
+  bool include_token_embeddings = false;
+
+  // Output, set by the runner before the request completes with OK.
+  std::vector<float> pooled;      // embedding_dim values, or empty
+  std::vector<float> token_rows;  // num_token_rows × embedding_dim
+  int64_t num_token_rows = 0;
+  absl::Duration queue_time;    // admission to the start of its batch
+  absl::Duration compute_time;  // its batch's computation
+};
+
+class EmbedRunner final : public batching::ModelRunner {
+ public:
+  // `model` and `clock` must outlive the runner.
+  EmbedRunner(const model::Model* model, batching::Clock* clock);
+
+  absl::Status RunBatch(int worker_index, batching::Batch* batch) override;
+
+  // Implementation details follow.
+ private:
+  struct Group;
+  absl::Status RunGroup(const Group& group, bool pooled) const;
+
+  const model::Model* const model_;
+  batching::Clock* const clock_;
+};
+
+}  // namespace favor::service
+
+#endif  // FAVOR_SERVER_SERVICE_EMBED_RUNNER_H_

@@ -1,0 +1,173 @@
+// The favor.v1.Favor service (proto/favor/v1/favor.proto) on gRPC's callback
+// API. Nothing blocks in a handler: a call is checked at the edge
+// (embed_validation.h, attend_validation.h), turned into batching::Requests
+// and handed to a Batcher, and answered later from the batch worker through
+// the requests' done callbacks (unary_call.h).
+//
+// Embed: one Request per input, into the model's Batcher, whose EmbedRunner
+// packs each batch into one Model::Embed call. The call is answered when all
+// of its inputs are; the first failure answers it and drops its other
+// inputs. Attend: one Request per call into the Attend batcher (one request
+// per batch), whose AttendRunner runs the attention library.
+// ListModels / GetModel answer at once from the models' descriptions and
+// the limits in Options.
+//
+// Draining: after StartDraining() every new call is answered UNAVAILABLE;
+// Shutdown() also drains the batchers (queued work still runs, until the
+// drain timeout). Status codes come from one mapping (status_mapping.h).
+//
+// Thread-safe; no LibTorch in this header or its implementation.
+#ifndef FAVOR_SERVER_SERVICE_FAVOR_SERVICE_H_
+#define FAVOR_SERVER_SERVICE_FAVOR_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "favor/v1/favor.grpc.pb.h"
+#include "server/batching/batcher.h"
+#include "server/batching/clock.h"
+#include "server/metrics/batcher_metrics.h"
+#include "server/metrics/metrics.h"
+#include "server/model/model.h"
+#include "server/service/attend_runner.h"
+#include "server/service/attend_validation.h"
+#include "server/service/embed_runner.h"
+#include "server/service/embed_validation.h"
+
+namespace favor::service {
+
+class UnaryCall;
+
+class FavorService final : public v1::Favor::CallbackService {
+ public:
+  // The Attend batcher's defaults: one request per batch, no waiting for
+  // company, cost counted as batch × (query_length + key_length).
+  static batching::Batcher::Options DefaultAttendBatching();
+
+  struct Options {
+    // Per Embed call (ModelLimits.max_inputs_per_call, max_tokens_per_call):
+    // over either is INVALID_ARGUMENT naming it. max_tokens_per_input is
+    // each model's max_sequence_length.
+    int64_t max_inputs_per_call = 1024;
+    int64_t max_tokens_per_call = int64_t{1} << 20;
+    // Messages of one EmbedStream read but not yet answered; the server
+    // stops reading the stream at this many (backpressure), so a client
+    // that sends faster than it reads cannot make the server buffer without
+    // bound.
+    int64_t max_stream_messages_in_flight = 256;
+    // Options of every model's Batcher (model_name is set per model).
+    batching::Batcher::Options embed_batching;
+    // Options of the Attend batcher, and the size limits of its tensors.
+    batching::Batcher::Options attend_batching = DefaultAttendBatching();
+    AttendLimits attend_limits;
+    // The model of requests that name none. Empty: "default" if there is a
+    // model of that name, else the first model by name.
+    std::string default_model;
+  };
+
+  // Starts one Batcher per model and the Attend batcher. `models` (at least
+  // one, distinct names), `metrics` (may be null) and `clock` (null:
+  // RealClock) must outlive the service. INVALID_ARGUMENT for bad options or
+  // an unknown default_model.
+  static absl::StatusOr<std::unique_ptr<FavorService>> Create(
+      const Options& options, const std::vector<const model::Model*>& models,
+      metrics::Metrics* metrics, batching::Clock* clock = nullptr);
+
+  ~FavorService() override;  // Shutdown(absl::ZeroDuration())
+  FavorService(const FavorService&) = delete;
+  FavorService& operator=(const FavorService&) = delete;
+
+  // New calls are answered UNAVAILABLE from now on.
+  void StartDraining();
+  bool draining() const { return draining_.load(); }
+  // StartDraining(), then drains every batcher: queued work runs until
+  // `drain_timeout` (shared by all batchers), the rest is answered
+  // UNAVAILABLE. Returns when every call has been answered.
+  void Shutdown(absl::Duration drain_timeout);
+
+  const std::string& default_model() const { return default_model_; }
+
+  grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
+                                  const v1::EmbedRequest* request,
+                                  v1::EmbedResponse* response) override;
+  grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
+  EmbedStream(grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* Attend(grpc::CallbackServerContext* context,
+                                   const v1::AttendRequest* request,
+                                   v1::AttendResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(
+      grpc::CallbackServerContext* context,
+      const v1::ListModelsRequest* request,
+      v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
+                                     const v1::GetModelRequest* request,
+                                     v1::GetModelResponse* response) override;
+
+  // Implementation details follow.
+ private:
+  struct ModelEntry {
+    const model::Model* model = nullptr;
+    EmbedLimits limits;
+    v1::ModelInfo info;
+    std::unique_ptr<EmbedRunner> runner;
+    std::unique_ptr<metrics::BatcherMetrics> observer;
+    std::unique_ptr<batching::Batcher> batcher;  // last: destroyed first
+  };
+
+  class EmbedStreamCall;  // embed_stream_call.cc
+
+  FavorService(const Options& options, metrics::Metrics* metrics,
+               batching::Clock* clock);
+  absl::Status AddModel(const model::Model* model);
+  absl::Status ChooseDefaultModel();
+  absl::Status StartAttendBatcher();
+
+  absl::StatusOr<ModelEntry*> FindModel(absl::string_view name);
+  absl::Status CheckServing() const;
+  absl::Status StartEmbed(UnaryCall* call, const v1::EmbedRequest& request,
+                          v1::EmbedResponse* response);
+  // An Embed call checked and resolved, ready for EnqueueEmbed.
+  struct PreparedEmbed {
+    ModelEntry* entry = nullptr;
+    std::vector<PreparedInput> inputs;
+    ResolvedEmbedOptions options;
+    batching::Priority priority = batching::Priority::kNormal;
+  };
+  // Checks `request` and fills the parts of `response` known before
+  // computing (model, token counts).
+  absl::StatusOr<PreparedEmbed> PrepareEmbed(const v1::EmbedRequest& request,
+                                             v1::EmbedResponse* response);
+  // One batching::Request per input; `done` runs exactly once, when every
+  // input is answered (the first failure wins and sets `cancellation` to
+  // drop the others). `response` must live until then.
+  void EnqueueEmbed(PreparedEmbed prepared, absl::Time deadline,
+                    std::shared_ptr<batching::CancellationFlag> cancellation,
+                    absl::AnyInvocable<void(absl::Status)> done,
+                    v1::EmbedResponse* response);
+  void RecordQueueDepth(const ModelEntry& entry) const;
+  absl::Status StartAttend(UnaryCall* call, const v1::AttendRequest& request,
+                           v1::AttendResponse* response);
+
+  const Options options_;
+  metrics::Metrics* const metrics_;  // May be null.
+  batching::Clock* const clock_;
+  std::atomic<bool> draining_{false};
+  std::string default_model_;
+  // Built by Create(), read-only afterwards.
+  std::map<std::string, std::unique_ptr<ModelEntry>, std::less<>> models_;
+  std::unique_ptr<AttendRunner> attend_runner_;
+  std::unique_ptr<batching::Batcher> attend_batcher_;
+};
+
+}  // namespace favor::service
+
+#endif  // FAVOR_SERVER_SERVICE_FAVOR_SERVICE_H_

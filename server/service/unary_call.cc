@@ -1,0 +1,47 @@
+#include "server/service/unary_call.h"
+
+#include <chrono>
+
+#include "server/service/status_mapping.h"
+
+namespace favor::service {
+
+UnaryCall::UnaryCall(grpc::CallbackServerContext* context,
+                     metrics::Metrics* metrics, absl::string_view method)
+    : context_(context),
+      metrics_(metrics),
+      method_(method),
+      start_(absl::Now()),
+      cancellation_(std::make_shared<batching::CancellationFlag>()) {
+  if (metrics_ != nullptr) in_flight_.emplace(metrics_->TrackInFlight(method));
+}
+
+absl::Time UnaryCall::deadline() const { return DeadlineOf(*context_); }
+
+absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
+  const std::chrono::system_clock::time_point deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(deadline);
+}
+
+void UnaryCall::Answer(const absl::Status& status) {
+  if (answered_.exchange(true)) return;
+  if (metrics_ != nullptr) {
+    metrics_->RecordRequest(model_, method_, status.code(),
+                            absl::Now() - start_);
+  }
+  in_flight_.reset();
+  Finish(ToGrpcStatus(status, context_));
+}
+
+void UnaryCall::OnCancel() {
+  cancellation_->Cancel();
+  batching::Batcher* batcher = batcher_.load();
+  if (batcher != nullptr) batcher->NotifyCancelled();
+}
+
+void UnaryCall::OnDone() { delete this; }
+
+}  // namespace favor::service

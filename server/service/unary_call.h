@@ -1,0 +1,71 @@
+// The reactor of one unary Favor call. Handlers create it, start the work
+// (which never blocks) and return it; whoever finishes the work calls
+// Answer() once, from any thread (usually a batch worker through a request's
+// done callback). Answer() records the call's metrics (favor_requests_total,
+// favor_request_duration_seconds) and finishes the RPC; the reactor deletes
+// itself when gRPC is done with it.
+//
+// Cancellation: when the client cancels (or its deadline passes), gRPC calls
+// OnCancel, which sets the call's CancellationFlag (shared with every
+// batching::Request of the call) and wakes the batcher that holds them, so
+// that queued work is dropped at once.
+#ifndef FAVOR_SERVER_SERVICE_UNARY_CALL_H_
+#define FAVOR_SERVER_SERVICE_UNARY_CALL_H_
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "server/batching/batcher.h"
+#include "server/batching/request.h"
+#include "server/metrics/metrics.h"
+
+namespace favor::service {
+
+// The gRPC deadline of a call as an absl::Time (InfiniteFuture when none).
+absl::Time DeadlineOf(const grpc::ServerContextBase& context);
+
+class UnaryCall final : public grpc::ServerUnaryReactor {
+ public:
+  // `metrics` may be null; it must outlive the call.
+  UnaryCall(grpc::CallbackServerContext* context, metrics::Metrics* metrics,
+            absl::string_view method);
+
+  // The model label of the call's metrics; set before the work starts.
+  void set_model(absl::string_view model) { model_ = std::string(model); }
+  // The batcher to wake on cancellation; set before enqueueing into it.
+  void WatchBatcher(batching::Batcher* batcher) { batcher_.store(batcher); }
+
+  const std::shared_ptr<batching::CancellationFlag>& cancellation() const {
+    return cancellation_;
+  }
+  // The gRPC deadline as an absl::Time (InfiniteFuture when none).
+  absl::Time deadline() const;
+
+  // Finishes the call with `status`; the first call wins, later ones are
+  // ignored.
+  void Answer(const absl::Status& status);
+
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  grpc::CallbackServerContext* const context_;
+  metrics::Metrics* const metrics_;
+  const std::string method_;
+  std::string model_;
+  const absl::Time start_;
+  std::optional<metrics::Metrics::InFlightGuard> in_flight_;
+  std::shared_ptr<batching::CancellationFlag> cancellation_;
+  std::atomic<batching::Batcher*> batcher_{nullptr};
+  std::atomic<bool> answered_{false};
+};
+
+}  // namespace favor::service
+
+#endif  // FAVOR_SERVER_SERVICE_UNARY_CALL_H_

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# favor-model init / inspect / verify on a fresh model, on the default model
+# (when the build generated it) and on corrupt models, which must fail with
+# exit status 1 and one clear line on stderr.
+# Usage: favor_model_cli_test.sh FAVOR_MODEL_BINARY DEFAULT_MODEL_DIR
+set -euo pipefail
+
+cli=$1
+default_model=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_error NEEDLE COMMAND...: exit status 1, one stderr line naming NEEDLE.
+expect_error() {
+  local needle=$1
+  shift
+  local status=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+  [[ $status -eq 1 ]] || fail "$* exited $status, want 1"
+  [[ $(wc -l <"$tmp/err") -eq 1 ]] || fail "$* printed $(cat "$tmp/err")"
+  grep -qF -- "$needle" "$tmp/err" || fail "$*: '$(cat "$tmp/err")' lacks '$needle'"
+}
+
+# A small model of every block type: init, inspect, verify.
+"$cli" init --output "$tmp/small" --layers 2 --hidden 32 --heads 2 --ffn 64 \
+  --vocab 100 --features 16 --seed 5 >/dev/null
+"$cli" inspect "$tmp/small" >"$tmp/inspect"
+grep -q '"hidden_size": 32' "$tmp/inspect" || fail "inspect shows no config"
+grep -q 'encoder.layer.1.output.dense.weight .*F32 *\[32, 64\]' "$tmp/inspect" \
+  || fail "inspect lists no tensors"
+grep -q 'weights: every tensor matches the config' "$tmp/inspect" \
+  || fail "inspect did not check the weights"
+"$cli" verify "$tmp/small" >"$tmp/verify"
+grep -q 'checksum' "$tmp/verify" || fail "verify printed no checksum"
+"$cli" init --output "$tmp/cross" --layers 2 --hidden 32 --heads 2 --ffn 64 \
+  --vocab 100 --features 16 --block cross_attention --num_latents 4 \
+  --position none --kernel softmax >/dev/null
+"$cli" verify "$tmp/cross" | grep -q 'output 2 x 32' || fail "cross verify"
+"$cli" init --output "$tmp/isab" --layers 1 --hidden 32 --heads 2 --ffn 64 \
+  --vocab 100 --block isab --num_inducing_points 3 --position absolute \
+  --max_sequence_length 64 --norm scale_norm --norm_placement pre >/dev/null
+"$cli" verify "$tmp/isab" | grep -q 'output 2 x 32' || fail "isab verify"
+
+# Deterministic: the same seed writes the same bytes.
+"$cli" init --output "$tmp/again" --layers 2 --hidden 32 --heads 2 --ffn 64 \
+  --vocab 100 --features 16 --seed 5 >/dev/null
+cmp -s "$tmp/small/model.safetensors" "$tmp/again/model.safetensors" \
+  || fail "init is not deterministic"
+expect_error "already holds a model" "$cli" init --output "$tmp/small"
+expect_error "num_attention_heads" "$cli" init --output "$tmp/bad" --heads 3
+
+# The default model, when the build made it.
+if [[ -f "$default_model/model.safetensors" ]]; then
+  "$cli" inspect "$default_model" | grep -q 'every tensor matches' \
+    || fail "default model inspect"
+  "$cli" verify "$default_model" --tokens 64 | grep -q 'output 2 x 256' \
+    || fail "default model verify"
+fi
+
+# Corrupt models: truncated weights, a header that lies, a config typo, a
+# missing folder.
+mkdir "$tmp/truncated" "$tmp/lying" "$tmp/typo"
+cp "$tmp/small/config.json" "$tmp/truncated/"
+head -c 5000 "$tmp/small/model.safetensors" >"$tmp/truncated/model.safetensors"
+cp "$tmp/small/config.json" "$tmp/lying/"
+printf '\xff\xff\xff\xff\xff\xff\xff\x7f{}' >"$tmp/lying/model.safetensors"
+echo '{"hidden_sise": 32}' >"$tmp/typo/config.json"
+for command in inspect verify; do
+  expect_error "truncated" "$cli" "$command" "$tmp/truncated"
+  expect_error "header length" "$cli" "$command" "$tmp/lying"
+  expect_error "unknown field 'hidden_sise'" "$cli" "$command" "$tmp/typo"
+  expect_error "config.json" "$cli" "$command" "$tmp/nowhere"
+done
+expect_error "device 'cuda:7' is not available" \
+  "$cli" verify "$tmp/small" --device cuda:7
+
+# Usage errors exit 2.
+status=0
+"$cli" frobnicate >/dev/null 2>&1 || status=$?
+[[ $status -eq 2 ]] || fail "unknown command exited $status, want 2"
+echo "favor-model CLI: all checks passed"

@@ -1,0 +1,99 @@
+// The encoder's per-token building blocks against their formulas
+// (docs/models.md): rotary embeddings, ScaleNorm, the row-block loop.
+#include "server/model/layers.h"
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace favor::model::internal {
+namespace {
+
+// Rotate-half: pairs (i, i + d/2) rotate by p · base^(−2i/d), straight from
+// the definition in double precision.
+TEST(LayersTest, RotaryRotatesFeaturePairsByPositionTimesFrequency) {
+  const int64_t rows = 5, heads = 3, d = 8;
+  const double base = 100.0;
+  const at::Tensor x = at::randn({rows, heads, d}, at::kFloat);
+  const at::Tensor positions = at::tensor({0, 1, 2, 700000, 3}, at::kLong);
+  const RotaryTables tables = MakeRotaryTables(positions, d, base);
+  at::Tensor rotated = x.clone();
+  ApplyRotaryInPlace(rotated, tables.cos, tables.sin);
+  const auto in = x.accessor<float, 3>();
+  const auto out = rotated.accessor<float, 3>();
+  const auto p = positions.accessor<int64_t, 1>();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < d / 2; ++i) {
+        const double angle = p[r] * std::pow(base, -2.0 * i / d);
+        const double a = in[r][h][i], b = in[r][h][i + d / 2];
+        EXPECT_NEAR(out[r][h][i], a * std::cos(angle) - b * std::sin(angle),
+                    1e-5);
+        EXPECT_NEAR(out[r][h][i + d / 2],
+                    b * std::cos(angle) + a * std::sin(angle), 1e-5);
+      }
+    }
+  }
+}
+
+TEST(LayersTest, RotaryWritesThroughStridedViews) {
+  // Queries and keys are column slices of the fused projection's output.
+  at::Tensor qkv = at::randn({4, 3 * 8}, at::kFloat);
+  const at::Tensor before = qkv.clone();
+  const RotaryTables tables =
+      MakeRotaryTables(at::arange(4, at::kLong), 4, 10000.0);
+  ApplyRotaryInPlace(qkv.narrow(1, 0, 16).view({4, 4, 4}), tables.cos,
+                     tables.sin);
+  EXPECT_TRUE(at::equal(qkv.narrow(1, 16, 8), before.narrow(1, 16, 8)));
+  EXPECT_TRUE(at::equal(qkv[0], before[0]));  // position 0: angle 0
+  EXPECT_FALSE(at::equal(qkv[1], before[1]));
+}
+
+TEST(LayersTest, ScaleNormIsScaleTimesUnitVector) {
+  Norm norm;
+  norm.type = NormType::kScaleNorm;
+  norm.scale = at::tensor({2.5f});
+  norm.eps = 1e-5;
+  const at::Tensor x = at::tensor({3.0f, 4.0f, 0.0f, 0.0f}).view({2, 2});
+  const at::Tensor y = norm(x);
+  EXPECT_NEAR(y[0][0].item<float>(), 1.5f, 1e-6);
+  EXPECT_NEAR(y[0][1].item<float>(), 2.0f, 1e-6);
+  EXPECT_EQ(y[1][0].item<float>(), 0.0f);  // ‖x‖ floored at eps: no NaN
+}
+
+TEST(LayersTest, LayerNormUsesWeightBiasAndEps) {
+  Norm norm;
+  norm.weight = at::tensor({2.0f, 1.0f});
+  norm.bias = at::tensor({0.5f, -0.5f});
+  norm.eps = 0.0;
+  const at::Tensor y = norm(at::tensor({1.0f, 3.0f}).view({1, 2}));
+  EXPECT_NEAR(y[0][0].item<float>(), -1.5f, 1e-6);  // 2·(−1) + 0.5
+  EXPECT_NEAR(y[0][1].item<float>(), 0.5f, 1e-6);   // 1·(+1) − 0.5
+}
+
+TEST(LayersTest, RowBlocksCoverEveryRowOnce) {
+  for (const bool parallel : {false, true}) {
+    std::vector<std::atomic<int>> seen(103);
+    ForEachRowBlock(103, 10, parallel, [&](int64_t begin, int64_t end) {
+      EXPECT_LE(end - begin, 10);
+      for (int64_t r = begin; r < end; ++r) seen[r]++;
+    });
+    for (const auto& count : seen) EXPECT_EQ(count.load(), 1);
+  }
+}
+
+TEST(LayersTest, LinearColumnsAreAViewOfTheFusedLayer) {
+  const Linear fused{at::randn({3, 6}), at::randn({6})};
+  const Linear middle = fused.Columns(2, 2);
+  const at::Tensor x = at::randn({4, 3});
+  EXPECT_TRUE(at::allclose(middle(x), fused(x).narrow(1, 2, 2)));
+  EXPECT_EQ(middle.weight_t.data_ptr<float>(),
+            fused.weight_t.data_ptr<float>() + 2);
+}
+
+}  // namespace
+}  // namespace favor::model::internal

@@ -1,0 +1,598 @@
+// The service over real gRPC on loopback: edge validation, results against
+// direct Model::Embed calls under concurrency, deadlines, cancellation, a
+// full queue, draining, model descriptions, Attend and the /metrics scrape.
+#include "server/service/favor_service.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/metrics/metric_names.h"
+#include "server/service/metrics_http_server.h"
+#include "server/service/status_mapping.h"
+#include "tests/metrics/scrape.h"
+#include "tests/service/test_server.h"
+
+namespace favor::service {
+namespace {
+
+using ::favor::service::testing::FakeModel;
+using ::favor::service::testing::TestServer;
+using ::testing::HasSubstr;
+
+v1::EmbedRequest EmbedOf(const std::vector<std::vector<uint32_t>>& inputs) {
+  v1::EmbedRequest request;
+  for (const auto& ids : inputs) {
+    request.add_inputs()->mutable_token_ids()->Add(ids.begin(), ids.end());
+  }
+  return request;
+}
+
+v1::Tensor TensorOf(std::vector<int64_t> shape, const std::vector<float>& v) {
+  v1::Tensor tensor;
+  tensor.mutable_shape()->Add(shape.begin(), shape.end());
+  tensor.set_dtype(v1::DTYPE_FLOAT32);
+  tensor.set_data(std::string(reinterpret_cast<const char*>(v.data()),
+                              v.size() * sizeof(float)));
+  return tensor;
+}
+
+std::vector<float> FloatsOf(const v1::Tensor& tensor) {
+  std::vector<float> values(tensor.data().size() / sizeof(float));
+  std::memcpy(values.data(), tensor.data().data(), tensor.data().size());
+  return values;
+}
+
+// Q = K = 0 (every key weighs the same), V (1, 1, 4, 2) with rows 0..3.
+v1::AttendRequest UniformAttend(absl::string_view kernel) {
+  v1::AttendRequest request;
+  *request.mutable_query() = TensorOf({1, 1, 4, 2}, std::vector<float>(8, 0));
+  *request.mutable_key() = TensorOf({1, 1, 4, 2}, std::vector<float>(8, 0));
+  *request.mutable_value() =
+      TensorOf({1, 1, 4, 2}, {0, 0, 1, 10, 2, 20, 3, 30});
+  request.set_kernel(std::string(kernel));
+  request.set_num_random_features(8);
+  return request;
+}
+
+grpc::Status CallEmbed(v1::Favor::Stub& stub, const v1::EmbedRequest& request,
+                       v1::EmbedResponse* response = nullptr,
+                       absl::Duration timeout = absl::Seconds(30)) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoMilliseconds(timeout));
+  v1::EmbedResponse ignored;
+  return stub.Embed(&context, request, response ? response : &ignored);
+}
+
+grpc::Status CallAttend(v1::Favor::Stub& stub, const v1::AttendRequest& request,
+                        v1::AttendResponse* response = nullptr) {
+  grpc::ClientContext context;
+  v1::AttendResponse ignored;
+  return stub.Attend(&context, request, response ? response : &ignored);
+}
+
+class FakeServiceTest : public ::testing::Test {
+ protected:
+  FakeServiceTest() : model_("fake") {}
+
+  void Start() { Start(FavorService::Options()); }
+  void Start(FavorService::Options options) {
+    options.max_inputs_per_call = 4;
+    options.max_tokens_per_call = 100;
+    server_ = std::make_unique<TestServer>(
+        options, std::vector<const model::Model*>{&model_});
+  }
+  void TearDown() override { model_.Release(); }
+
+  FakeModel model_;
+  std::unique_ptr<TestServer> server_;
+};
+
+struct BadEmbed {
+  const char* name;
+  v1::EmbedRequest request;
+  grpc::StatusCode code;
+  const char* message;
+};
+
+TEST_F(FakeServiceTest, BadEmbedRequestsNameTheFieldAndTheLimit) {
+  Start();
+  std::vector<BadEmbed> cases = {
+      {"no inputs", EmbedOf({}), grpc::INVALID_ARGUMENT, "inputs is empty"},
+      {"empty sequence", EmbedOf({{1}, {}}), grpc::INVALID_ARGUMENT,
+       "inputs[1].token_ids is empty"},
+      {"id over vocab", EmbedOf({{1, 2, 100}}), grpc::INVALID_ARGUMENT,
+       "inputs[0].token_ids[2] is 100; must be in [0, 100) (vocab_size)"},
+      {"negative id", EmbedOf({{0xffffffffu}}), grpc::INVALID_ARGUMENT,
+       "is 4294967295; must be in [0, 100)"},
+      {"too long", EmbedOf({std::vector<uint32_t>(65, 1)}),
+       grpc::INVALID_ARGUMENT, "65 tokens; at most 64 (max_tokens_per_input)"},
+      {"too many inputs", EmbedOf({{1}, {1}, {1}, {1}, {1}}),
+       grpc::INVALID_ARGUMENT, "at most 4 (max_inputs_per_call)"},
+      {"too many tokens",
+       EmbedOf({std::vector<uint32_t>(60, 1), std::vector<uint32_t>(60, 1)}),
+       grpc::INVALID_ARGUMENT, "at most 100 (max_tokens_per_call)"},
+  };
+  v1::EmbedRequest unknown_model = EmbedOf({{1}});
+  unknown_model.set_model("nope");
+  cases.push_back({"unknown model", unknown_model, grpc::NOT_FOUND,
+                   "model 'nope' not found; models: fake"});
+  v1::EmbedRequest bad_pooling = EmbedOf({{1}});
+  bad_pooling.set_pooling(static_cast<v1::Pooling>(99));
+  cases.push_back({"unknown pooling", bad_pooling, grpc::INVALID_ARGUMENT,
+                   "pooling has unknown value 99"});
+  v1::EmbedRequest attention_pooling = EmbedOf({{1}});
+  attention_pooling.set_pooling(v1::POOLING_ATTENTION);
+  cases.push_back({"no pooler", attention_pooling, grpc::INVALID_ARGUMENT,
+                   "POOLING_ATTENTION needs a model with an attention pooler"});
+  v1::EmbedRequest bad_dtype = EmbedOf({{1}});
+  bad_dtype.set_token_embeddings_dtype(static_cast<v1::Dtype>(7));
+  cases.push_back({"unknown dtype", bad_dtype, grpc::INVALID_ARGUMENT,
+                   "token_embeddings_dtype has unknown value 7"});
+  for (const BadEmbed& c : cases) {
+    const grpc::Status status = CallEmbed(server_->stub(), c.request);
+    EXPECT_EQ(status.error_code(), c.code) << c.name;
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message)) << c.name;
+  }
+  EXPECT_EQ(model_.calls(), 0);
+}
+
+struct BadAttend {
+  const char* name;
+  v1::AttendRequest request;
+  const char* message;
+};
+
+std::vector<BadAttend> BadAttendCases() {
+  std::vector<BadAttend> cases;
+  auto add = [&](const char* name, const char* message, auto mutate) {
+    v1::AttendRequest request = UniformAttend("softmax");
+    mutate(request);
+    cases.push_back({name, request, message});
+  };
+  add("unknown kernel", "kernel: unknown attention kernel 'bogus'; known",
+      [](auto& r) { r.set_kernel("bogus"); });
+  add("bytes vs shape", "query.data has 28 bytes; shape [1, 1, 4, 2]",
+      [](auto& r) { r.mutable_query()->mutable_data()->resize(28); });
+  add("claimed huge shape", "each dimension must be >= 1",
+      [](auto& r) { r.mutable_key()->set_shape(2, int64_t{1} << 40); });
+  add("no dtype", "query.dtype is DTYPE_UNSPECIFIED",
+      [](auto& r) { r.mutable_query()->set_dtype(v1::DTYPE_UNSPECIFIED); });
+  add("rank", "value.shape has 3 dimensions; must have 4",
+      [](auto& r) { r.mutable_value()->mutable_shape()->RemoveLast(); });
+  add("head dims disagree", "key.shape[3] (head_dim) is 1; must equal",
+      [](auto& r) {
+        *r.mutable_key() = TensorOf({1, 1, 8, 1}, std::vector<float>(8));
+      });
+  add("dtypes disagree", "same dtype", [](auto& r) {
+    r.mutable_key()->set_dtype(v1::DTYPE_FLOAT16);
+    r.mutable_key()->mutable_data()->resize(16);
+  });
+  add("NaN", "query.data holds NaN or infinity", [](auto& r) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(r.mutable_query()->mutable_data()->data(), &nan, 4);
+  });
+  add("Inf", "value.data holds NaN or infinity", [](auto& r) {
+    const float inf = std::numeric_limits<float>::infinity();
+    std::memcpy(r.mutable_value()->mutable_data()->data() + 4, &inf, 4);
+  });
+  add("projection shape", "projection_matrix must be DTYPE_FLOAT32 of shape",
+      [](auto& r) {
+        r.set_kernel("favor+");
+        *r.mutable_projection_matrix() =
+            TensorOf({8, 3}, std::vector<float>(24));
+      });
+  add("mask size", "key_padding_mask has 3 values; must be empty or",
+      [](auto& r) {
+        for (int i = 0; i < 3; ++i) r.add_key_padding_mask(false);
+      });
+  add("causal lengths", "causal needs query_length == key_length", [](auto& r) {
+    r.set_causal(true);
+    *r.mutable_query() = TensorOf({1, 1, 2, 2}, std::vector<float>(4));
+  });
+  return cases;
+}
+
+TEST_F(FakeServiceTest, BadAttendRequestsNameTheFieldAndTheLimit) {
+  Start();
+  for (const BadAttend& c : BadAttendCases()) {
+    const grpc::Status status = CallAttend(server_->stub(), c.request);
+    EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT) << c.name;
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message)) << c.name;
+  }
+}
+
+TEST_F(FakeServiceTest, ComputeFailureIsInternalWithItsCause) {
+  Start();
+  const grpc::Status status = CallEmbed(server_->stub(), EmbedOf({{1}, {99}}));
+  EXPECT_EQ(status.error_code(), grpc::INTERNAL);
+  EXPECT_THAT(status.error_message(), HasSubstr("fake failure"));
+  EXPECT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok());
+}
+
+TEST_F(FakeServiceTest, TruncationKeepsTheStartOrTheEnd) {
+  Start();
+  std::vector<uint32_t> ids(70);
+  for (int i = 0; i < 70; ++i) ids[i] = i;
+  for (auto [truncation, first] : {std::pair{v1::TRUNCATION_RIGHT, 0},
+                                   std::pair{v1::TRUNCATION_LEFT, 6}}) {
+    v1::EmbedRequest request = EmbedOf({ids, {5}});
+    request.set_truncation(truncation);
+    v1::EmbedResponse response;
+    ASSERT_TRUE(CallEmbed(server_->stub(), request, &response).ok());
+    const v1::Embedding& e = response.embeddings(0);
+    EXPECT_EQ(e.num_tokens(), 64);
+    EXPECT_EQ(e.num_truncated_tokens(), 6);
+    EXPECT_EQ(e.values(1), 64);
+    EXPECT_EQ(e.values(2), first);
+    EXPECT_EQ(response.embeddings(1).values(0), 5);
+    EXPECT_EQ(response.num_tokens(), 65);
+    EXPECT_EQ(response.model(), "fake");
+    EXPECT_EQ(response.model_version(), "fake-1");
+  }
+}
+
+TEST_F(FakeServiceTest, TokenEmbeddingsInEachDtype) {
+  Start();
+  for (v1::Dtype dtype :
+       {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16}) {
+    v1::EmbedRequest request = EmbedOf({{7, 9, 11}});
+    request.set_pooling(v1::POOLING_NONE);
+    request.set_token_embeddings_dtype(dtype);
+    v1::EmbedResponse response;
+    ASSERT_TRUE(CallEmbed(server_->stub(), request, &response).ok());
+    const v1::Embedding& e = response.embeddings(0);
+    EXPECT_EQ(e.values_size(), 0);
+    const v1::Tensor& t = e.token_embeddings();
+    EXPECT_THAT(t.shape(), ::testing::ElementsAre(3, 4));
+    EXPECT_EQ(t.dtype(), dtype);
+    EXPECT_EQ(t.data().size(), 12u * (dtype == v1::DTYPE_FLOAT32 ? 4 : 2));
+    if (dtype == v1::DTYPE_FLOAT16) {  // row 1 starts with 9.0: 0x4880
+      EXPECT_EQ(static_cast<uint8_t>(t.data()[8]), 0x80);
+      EXPECT_EQ(static_cast<uint8_t>(t.data()[9]), 0x48);
+    }
+    if (dtype == v1::DTYPE_FLOAT32) {
+      EXPECT_EQ(FloatsOf(t)[8], 11.0f);
+    }
+  }
+}
+
+TEST_F(FakeServiceTest, DeadlinePassingInTheQueueIsNeverComputed) {
+  Start();
+  model_.Hold();
+  std::thread first(
+      [&] { EXPECT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok()); });
+  model_.WaitForCalls(1);
+  const grpc::Status late = CallEmbed(server_->stub(), EmbedOf({{2}}), nullptr,
+                                      absl::Milliseconds(200));
+  EXPECT_EQ(late.error_code(), grpc::DEADLINE_EXCEEDED);
+  // The server's copy of the deadline counts from the call's arrival, a
+  // moment after the client's: let it pass too before the worker goes on.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  model_.Release();
+  first.join();
+  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{3}})).ok());
+  EXPECT_EQ(model_.sequences(), 2);  // the first and the last, not the late one
+}
+
+TEST_F(FakeServiceTest, CancelledCallIsDropped) {
+  Start();
+  model_.Hold();
+  std::thread first(
+      [&] { EXPECT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok()); });
+  model_.WaitForCalls(1);
+  grpc::ClientContext context;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    context.TryCancel();
+  });
+  v1::EmbedResponse response;
+  const grpc::Status status =
+      server_->stub().Embed(&context, EmbedOf({{2}, {3}}), &response);
+  EXPECT_EQ(status.error_code(), grpc::CANCELLED);
+  canceller.join();
+  // The client knows at once; the server learns of the cancellation when the
+  // RST_STREAM arrives, a moment later. Give it that moment before the
+  // held worker goes on to the cancelled call's (already formed) batch.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  model_.Release();
+  first.join();
+  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{3}})).ok());
+  EXPECT_EQ(model_.sequences(), 2);
+}
+
+TEST_F(FakeServiceTest, FullQueueIsResourceExhaustedWithARetryHint) {
+  FavorService::Options options;
+  options.embed_batching.max_queue_requests = 1;
+  options.embed_batching.max_batch_requests = 1;
+  Start(options);
+  model_.Hold();
+  std::vector<std::thread> callers;
+  std::vector<grpc::Status> results(6);
+  std::vector<std::string> trailers(6);
+  for (int i = 0; i < 6; ++i) {
+    callers.emplace_back([&, i] {
+      grpc::ClientContext context;
+      v1::EmbedResponse response;
+      results[i] = server_->stub().Embed(&context, EmbedOf({{1}}), &response);
+      for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
+        if (absl::string_view(key.data(), key.size()) == kRetryAfterMsTrailer) {
+          trailers[i] = std::string(value.data(), value.size());
+        }
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // At most: one running, one formed and waiting, one queued.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  model_.Release();
+  for (auto& caller : callers) caller.join();
+  int exhausted = 0;
+  for (int i = 0; i < 6; ++i) {
+    if (results[i].error_code() != grpc::RESOURCE_EXHAUSTED) continue;
+    ++exhausted;
+    EXPECT_THAT(results[i].error_message(), HasSubstr("retry after"));
+    EXPECT_FALSE(trailers[i].empty());
+    EXPECT_GT(std::stoll(trailers[i]), 0);
+  }
+  EXPECT_GE(exhausted, 3);
+}
+
+TEST_F(FakeServiceTest, EmbedStreamAnswersEveryMessageByItsId) {
+  Start();
+  grpc::ClientContext context;
+  auto stream = server_->stub().EmbedStream(&context);
+  for (int i = 0; i < 6; ++i) {
+    v1::EmbedStreamRequest message;
+    message.set_request_id(absl::StrCat("m", i));
+    // Message 3 is bad (empty sequence); 5 names an unknown model.
+    *message.mutable_request() =
+        i == 3 ? EmbedOf({{}}) : EmbedOf({{static_cast<uint32_t>(i), 1}});
+    if (i == 5) message.mutable_request()->set_model("nope");
+    ASSERT_TRUE(stream->Write(message));
+  }
+  stream->WritesDone();
+  std::map<std::string, v1::EmbedStreamResponse> answers;
+  v1::EmbedStreamResponse answer;
+  while (stream->Read(&answer)) answers[answer.request_id()] = answer;
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(answers.size(), 6u);
+  for (int i : {0, 1, 2, 4}) {
+    const v1::EmbedStreamResponse& a = answers[absl::StrCat("m", i)];
+    ASSERT_TRUE(a.has_response()) << i;
+    EXPECT_EQ(a.response().embeddings(0).values(0), i + 1);  // sum of ids
+  }
+  EXPECT_EQ(answers["m3"].error().code(), grpc::INVALID_ARGUMENT);
+  EXPECT_THAT(answers["m3"].error().message(),
+              HasSubstr("inputs[0].token_ids is empty"));
+  EXPECT_EQ(answers["m5"].error().code(), grpc::NOT_FOUND);
+}
+
+TEST_F(FakeServiceTest, EmbedStreamBackpressureLosesNothing) {
+  FavorService::Options options;
+  options.max_stream_messages_in_flight = 2;
+  Start(options);
+  grpc::ClientContext context;
+  auto stream = server_->stub().EmbedStream(&context);
+  constexpr int kMessages = 40;
+  std::thread writer([&] {
+    for (int i = 0; i < kMessages; ++i) {
+      v1::EmbedStreamRequest message;
+      message.set_request_id(absl::StrCat(i));
+      *message.mutable_request() = EmbedOf({{static_cast<uint32_t>(i % 90)}});
+      ASSERT_TRUE(stream->Write(message));
+    }
+    stream->WritesDone();
+  });
+  std::set<std::string> ids;
+  v1::EmbedStreamResponse answer;
+  while (stream->Read(&answer)) {
+    ASSERT_TRUE(answer.has_response()) << answer.error().message();
+    EXPECT_EQ(answer.response().embeddings(0).values(0),
+              std::stoi(answer.request_id()) % 90);
+    ids.insert(answer.request_id());
+  }
+  writer.join();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kMessages));
+}
+
+TEST_F(FakeServiceTest, CancelledStreamDropsItsQueuedWork) {
+  Start();
+  model_.Hold();
+  std::thread first(
+      [&] { EXPECT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok()); });
+  model_.WaitForCalls(1);
+  {
+    grpc::ClientContext context;
+    auto stream = server_->stub().EmbedStream(&context);
+    for (int i = 0; i < 3; ++i) {
+      v1::EmbedStreamRequest message;
+      *message.mutable_request() = EmbedOf({{2}});
+      ASSERT_TRUE(stream->Write(message));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    context.TryCancel();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::CANCELLED);
+  }
+  // As in CancelledCallIsDropped: let the server see the RST_STREAM.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  model_.Release();
+  first.join();
+  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{3}})).ok());
+  EXPECT_EQ(model_.sequences(), 2);
+}
+
+TEST_F(FakeServiceTest, DrainingRefusesNewCalls) {
+  Start();
+  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok());
+  server_->service().StartDraining();
+  EXPECT_EQ(CallEmbed(server_->stub(), EmbedOf({{1}})).error_code(),
+            grpc::UNAVAILABLE);
+  EXPECT_EQ(CallAttend(server_->stub(), UniformAttend("softmax")).error_code(),
+            grpc::UNAVAILABLE);
+  grpc::ClientContext context;
+  v1::ListModelsResponse models;
+  EXPECT_EQ(server_->stub()
+                .ListModels(&context, v1::ListModelsRequest(), &models)
+                .error_code(),
+            grpc::UNAVAILABLE);
+}
+
+TEST_F(FakeServiceTest, ModelsAndTheirLimits) {
+  FavorService::Options options;
+  options.embed_batching.max_batch_tokens = 777;
+  Start(options);
+  grpc::ClientContext list_context;
+  v1::ListModelsResponse list;
+  ASSERT_TRUE(server_->stub()
+                  .ListModels(&list_context, v1::ListModelsRequest(), &list)
+                  .ok());
+  EXPECT_EQ(list.default_model(), "fake");
+  ASSERT_EQ(list.models_size(), 1);
+  const v1::ModelInfo& info = list.models(0);
+  EXPECT_EQ(info.name(), "fake");
+  EXPECT_EQ(info.version(), "fake-1");
+  EXPECT_TRUE(info.is_default());
+  EXPECT_EQ(info.config().vocab_size(), 100);
+  EXPECT_EQ(info.limits().max_tokens_per_input(), 64);
+  EXPECT_EQ(info.limits().max_inputs_per_call(), 4);
+  EXPECT_EQ(info.limits().max_tokens_per_call(), 100);
+  EXPECT_EQ(info.limits().max_tokens_per_batch(), 777);
+  EXPECT_THAT(info.devices(), ::testing::ElementsAre("cpu"));
+  grpc::ClientContext get_context;
+  v1::GetModelRequest get;
+  v1::GetModelResponse got;
+  ASSERT_TRUE(server_->stub().GetModel(&get_context, get, &got).ok());
+  EXPECT_EQ(got.model().name(), "fake");
+  grpc::ClientContext missing_context;
+  get.set_model("missing");
+  EXPECT_EQ(server_->stub().GetModel(&missing_context, get, &got).error_code(),
+            grpc::NOT_FOUND);
+}
+
+TEST_F(FakeServiceTest, AttendWithUniformWeightsAveragesTheValues) {
+  Start();
+  for (const char* kernel : {"softmax", "favor+", "relu", "elu+1"}) {
+    v1::AttendResponse response;
+    ASSERT_TRUE(
+        CallAttend(server_->stub(), UniformAttend(kernel), &response).ok())
+        << kernel;
+    EXPECT_THAT(response.output().shape(), ::testing::ElementsAre(1, 1, 4, 2));
+    const std::vector<float> out = FloatsOf(response.output());
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NEAR(out[2 * i], 1.5, 1e-3) << kernel;
+      EXPECT_NEAR(out[2 * i + 1], 15, 1e-2) << kernel;
+    }
+    EXPECT_EQ(response.kernel(), kernel);
+  }
+  v1::AttendRequest masked = UniformAttend("favor+");
+  for (bool pad : {false, false, true, true}) masked.add_key_padding_mask(pad);
+  v1::AttendResponse response;
+  ASSERT_TRUE(CallAttend(server_->stub(), masked, &response).ok());
+  EXPECT_NEAR(FloatsOf(response.output())[1], 5, 1e-2);
+  EXPECT_EQ(response.num_features(), 8);
+}
+
+TEST_F(FakeServiceTest, MetricsScrapeHasEveryFamily) {
+  Start();
+  auto http =
+      MetricsHttpServer::Create({"127.0.0.1", 0, 5000}, &server_->metrics());
+  ASSERT_TRUE(http.ok()) << http.status();
+  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1, 2}})).ok());
+  ASSERT_TRUE(CallAttend(server_->stub(), UniformAttend("softmax")).ok());
+  server_->metrics().SetModelInfo("fake", "fake-1", "favor+", "cpu");
+  auto scraped = metrics::scrape::HttpGet((*http)->port(), "/metrics");
+  ASSERT_TRUE(scraped.ok()) << scraped.status();
+  EXPECT_EQ(scraped->status_code, 200);
+  for (absl::string_view family :
+       {metrics::kRequestDurationSeconds, metrics::kQueueDurationSeconds,
+        metrics::kComputeDurationSeconds, metrics::kBatchSizeRequests,
+        metrics::kBatchSizeTokens, metrics::kInputLengthTokens,
+        metrics::kQueueDepth, metrics::kRequestsInFlight, metrics::kModelInfo,
+        metrics::kRequestsTotal, metrics::kTokensProcessedTotal}) {
+    EXPECT_NE(scraped->body.find(absl::StrCat("# TYPE ", family, " ")),
+              std::string::npos)
+        << family;
+  }
+  EXPECT_EQ(metrics::scrape::FindSample(
+                scraped->body, metrics::kRequestsTotal,
+                {{"model", "fake"}, {"method", "Embed"}, {"code", "OK"}}),
+            1);
+  EXPECT_EQ(metrics::scrape::FindSample(
+                scraped->body, metrics::kRequestsTotal,
+                {{"model", "(none)"}, {"method", "Attend"}, {"code", "OK"}}),
+            1);
+  EXPECT_EQ(
+      metrics::scrape::FindSample(scraped->body, metrics::kTokensProcessedTotal,
+                                  {{"model", "fake"}}),
+      2);
+  auto missing = metrics::scrape::HttpGet((*http)->port(), "/other");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->status_code, 404);
+}
+
+// A real (small, random) model: many concurrent clients, each answer checked
+// against a direct Model::Embed of the same sequence alone.
+TEST(RealModelServiceTest, ConcurrentClientsGetTheirOwnEmbeddings) {
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / "favor_service_model")
+          .string();
+  std::unique_ptr<model::Model> model =
+      testing::LoadSmallRandomModel(dir + "/small");
+  const FavorService::Options options;
+  TestServer server(options, {model.get()});
+  constexpr int kClients = 8;
+  constexpr int kCallsPerClient = 6;
+  std::vector<std::thread> clients;
+  std::atomic<int> checked{0};
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      std::mt19937 random(c);
+      auto stub = server.NewStub();
+      for (int call = 0; call < kCallsPerClient; ++call) {
+        std::vector<std::vector<uint32_t>> inputs(1 + random() % 3);
+        for (auto& ids : inputs) {
+          ids.resize(1 + random() % 100);
+          for (auto& id : ids) id = random() % 64;
+        }
+        v1::EmbedResponse response;
+        const grpc::Status status =
+            CallEmbed(*stub, EmbedOf(inputs), &response);
+        ASSERT_TRUE(status.ok()) << status.error_message();
+        ASSERT_EQ(response.embeddings_size(), static_cast<int>(inputs.size()));
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          std::vector<int32_t> ids(inputs[i].begin(), inputs[i].end());
+          const std::vector<int64_t> offsets = {
+              0, static_cast<int64_t>(ids.size())};
+          auto direct = model->Embed(ids, offsets);
+          ASSERT_TRUE(direct.ok()) << direct.status();
+          const auto& got = response.embeddings(i).values();
+          ASSERT_EQ(got.size(), static_cast<int>(direct->values.size()));
+          for (int k = 0; k < got.size(); ++k) {
+            ASSERT_NEAR(got[k], direct->values[k],
+                        1e-4 + 1e-4 * std::abs(direct->values[k]));
+          }
+          ++checked;
+        }
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  EXPECT_GE(checked.load(), kClients * kCallsPerClient);
+}
+
+}  // namespace
+}  // namespace favor::service

@@ -1,0 +1,137 @@
+#include "tests/service/test_server.h"
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "server/model/model_config.h"
+#include "server/model/random_model.h"
+
+namespace favor::service::testing {
+
+FakeModel::FakeModel(std::string name, int64_t vocab_size,
+                     int64_t max_sequence_length) {
+  description_.name = std::move(name);
+  description_.device = "cpu";
+  description_.config.vocab_size = vocab_size;
+  description_.config.max_sequence_length = max_sequence_length;
+  description_.config.hidden_size = 4;
+  description_.config.num_attention_heads = 1;
+  description_.config.version = "fake-1";
+  description_.embedding_dim = 4;
+}
+
+absl::StatusOr<model::Embeddings> FakeModel::Embed(
+    absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
+    const model::EmbedOptions& options) const {
+  {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+    sequences_ += static_cast<int64_t>(offsets.size()) - 1;
+    mu_.Await(absl::Condition(
+        +[](bool* held) { return !*held; }, const_cast<bool*>(&held_)));
+  }
+  for (int32_t id : token_ids) {
+    if (id == 99) return absl::InternalError("c10::Error: fake failure");
+  }
+  model::Embeddings out;
+  out.dim = 4;
+  out.row_offsets.push_back(0);
+  const bool pooled = options.pooling != model::Pooling::kNone;
+  for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+    float sum = 0;
+    for (int64_t t = offsets[s]; t < offsets[s + 1]; ++t) {
+      sum += static_cast<float>(token_ids[t]);
+      if (!pooled) {
+        out.values.insert(out.values.end(),
+                          {static_cast<float>(token_ids[t]),
+                           static_cast<float>(t - offsets[s]), 0, 0});
+      }
+    }
+    if (pooled) {
+      out.values.insert(out.values.end(),
+                        {sum, static_cast<float>(offsets[s + 1] - offsets[s]),
+                         static_cast<float>(token_ids[offsets[s]]), 1});
+    }
+    out.row_offsets.push_back(static_cast<int64_t>(out.values.size()) / 4);
+  }
+  return out;
+}
+
+void FakeModel::Hold() {
+  absl::MutexLock lock(&mu_);
+  held_ = true;
+}
+
+void FakeModel::Release() {
+  absl::MutexLock lock(&mu_);
+  held_ = false;
+}
+
+void FakeModel::WaitForCalls(int n) const {
+  absl::MutexLock lock(&mu_);
+  std::pair<const int*, int> arg(&calls_, n);
+  mu_.Await(absl::Condition(
+      +[](std::pair<const int*, int>* a) { return *a->first >= a->second; },
+      &arg));
+}
+
+int FakeModel::calls() const {
+  absl::MutexLock lock(&mu_);
+  return calls_;
+}
+
+int64_t FakeModel::sequences() const {
+  absl::MutexLock lock(&mu_);
+  return sequences_;
+}
+
+std::unique_ptr<model::Model> LoadSmallRandomModel(
+    const std::string& directory) {
+  model::ModelConfig config;
+  config.version = "small-test";
+  config.vocab_size = 64;
+  config.hidden_size = 32;
+  config.num_attention_heads = 4;
+  config.num_hidden_layers = 2;
+  config.intermediate_size = 48;
+  config.max_position_embeddings = 128;
+  config.max_sequence_length = 128;
+  config.attention.num_random_features = 16;
+  absl::Status written = model::WriteRandomModel(config, directory);
+  CHECK(written.ok()) << written;
+  auto loaded = model::Model::Load(directory);
+  CHECK(loaded.ok()) << loaded.status();
+  return *std::move(loaded);
+}
+
+TestServer::TestServer(const FavorService::Options& options,
+                       const std::vector<const model::Model*>& models) {
+  metrics::Metrics::Options metrics_options;
+  metrics_options.serve_http = false;
+  for (const model::Model* model : models) {
+    metrics_options.models.push_back(model->name());
+  }
+  metrics_ = *metrics::Metrics::Create(metrics_options);
+  auto service = FavorService::Create(options, models, metrics_.get());
+  CHECK(service.ok()) << service.status();
+  service_ = *std::move(service);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port_);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  CHECK(server_ != nullptr && port_ != 0);
+  stub_ = NewStub();
+}
+
+std::unique_ptr<v1::Favor::Stub> TestServer::NewStub() const {
+  return v1::Favor::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials()));
+}
+
+TestServer::~TestServer() {
+  service_->Shutdown(absl::ZeroDuration());
+  server_->Shutdown();
+  server_->Wait();
+}
+
+}  // namespace favor::service::testing

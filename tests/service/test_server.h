@@ -1,0 +1,81 @@
+// Test support for the service: a FakeModel whose Embed can be held (to fill
+// queues and test deadlines and cancellation), a small real model written
+// with WriteRandomModel, and a FavorService served over gRPC on loopback.
+#ifndef FAVOR_TESTS_SERVICE_TEST_SERVER_H_
+#define FAVOR_TESTS_SERVICE_TEST_SERVER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "favor/v1/favor.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "server/metrics/metrics.h"
+#include "server/model/model.h"
+#include "server/service/favor_service.h"
+
+namespace favor::service::testing {
+
+// A model whose pooled embedding of a sequence is (sum of ids, length, first
+// id, 1) and whose token rows are (id, position, 0, 0). While held, Embed
+// blocks until Release(). A batch holding token id 99 fails with INTERNAL,
+// as a LibTorch error would.
+class FakeModel final : public model::Model {
+ public:
+  explicit FakeModel(std::string name, int64_t vocab_size = 100,
+                     int64_t max_sequence_length = 64);
+
+  const model::ModelDescription& description() const override {
+    return description_;
+  }
+  absl::StatusOr<model::Embeddings> Embed(
+      absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
+      const model::EmbedOptions& options) const override;
+
+  void Hold();
+  void Release();
+  // Blocks until `n` Embed calls have started (held ones included).
+  void WaitForCalls(int n) const;
+  int calls() const;
+  int64_t sequences() const;  // sequences embedded so far
+
+ private:
+  model::ModelDescription description_;
+  mutable absl::Mutex mu_;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  mutable int calls_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable int64_t sequences_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Writes a small random model (vocab 64, hidden 32, 2 layers, FAVOR+ with
+// m = 16, max_sequence_length 128) into `directory` and loads it.
+std::unique_ptr<model::Model> LoadSmallRandomModel(
+    const std::string& directory);
+
+// A FavorService on 127.0.0.1:<free port>, with Metrics (no HTTP).
+class TestServer {
+ public:
+  TestServer(const FavorService::Options& options,
+             const std::vector<const model::Model*>& models);
+  ~TestServer();
+
+  v1::Favor::Stub& stub() { return *stub_; }
+  std::unique_ptr<v1::Favor::Stub> NewStub() const;
+  FavorService& service() { return *service_; }
+  metrics::Metrics& metrics() { return *metrics_; }
+  int port() const { return port_; }
+
+ private:
+  std::unique_ptr<metrics::Metrics> metrics_;
+  std::unique_ptr<FavorService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Favor::Stub> stub_;
+  int port_ = 0;
+};
+
+}  // namespace favor::service::testing
+
+#endif  // FAVOR_TESTS_SERVICE_TEST_SERVER_H_
