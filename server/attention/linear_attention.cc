@@ -49,6 +49,13 @@ class LinearAttention {
                              int64_t end) const;
   void QueriesCpu(const HeadGroup& group, const at::Tensor& state,
                   int64_t begin, int64_t end) const;
+  struct ChunkTerms {
+    at::Tensor query_features;  // (G, c, F)
+    at::Tensor key_features;    // (G, c, F), padding rows 0
+    at::Tensor values;          // (G, c, dv + 1)
+  };
+  ChunkTerms CausalTerms(const HeadGroup& group, const at::Tensor& shift,
+                         int64_t begin, int64_t end, bool with_epsilon) const;
   at::Tensor KeptValues(const at::Tensor& value, int64_t start, int64_t rows,
                         const uint8_t* keep, at::Tensor& scratch,
                         float* value_sums) const;
@@ -320,30 +327,39 @@ void LinearAttention::CausalRange(const HeadGroup& group, KeyState prefix,
   }
 }
 
+// The features and [v | 1] of one causal chunk, padding keys zeroed; key
+// features shifted by the sequence's `shift`, with ε when `with_epsilon`.
+LinearAttention::ChunkTerms LinearAttention::CausalTerms(
+    const HeadGroup& group, const at::Tensor& shift, int64_t begin, int64_t end,
+    bool with_epsilon) const {
+  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
+  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
+  ChunkTerms terms;
+  terms.query_features = context_.QueryFeatures(context_.Project(xq),
+                                                context_.HalfSquaredNorm(xq));
+  terms.key_features = context_.KeyFeatures(
+      context_.Project(xk), context_.HalfSquaredNorm(xk), shift);
+  if (with_epsilon) terms.key_features.add_(context_.epsilon());
+  const at::Tensor keep = KeepSlice(group, begin, end);
+  if (keep.defined()) {
+    terms.key_features.masked_fill_(keep.logical_not().view({1, -1, 1}), 0.0f);
+  }
+  terms.values = ValuesWithOnes(group, begin, end);
+  return terms;
+}
+
 // One causal chunk: the exact masked product inside the chunk plus the
 // prefix state of everything before it; then the chunk joins the prefix.
 void LinearAttention::CausalChunk(const HeadGroup& group, KeyState& prefix,
                                   const at::Tensor& shift, int64_t begin,
                                   int64_t end) const {
-  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
-  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
-  const at::Tensor query_features = context_.QueryFeatures(
-      context_.Project(xq), context_.HalfSquaredNorm(xq));
-  at::Tensor key_features =
-      context_.KeyFeatures(context_.Project(xk), context_.HalfSquaredNorm(xk),
-                           shift) +
-      context_.epsilon();
-  const at::Tensor keep = KeepSlice(group, begin, end);
-  if (keep.defined()) {
-    key_features.masked_fill_(keep.logical_not().view({1, -1, 1}), 0.0f);
-  }
-  const at::Tensor values = ValuesWithOnes(group, begin, end);
+  const ChunkTerms t = CausalTerms(group, shift, begin, end, true);
   const at::Tensor scores =
-      at::bmm(query_features, key_features.transpose(1, 2)).tril_();
-  at::Tensor numerators = at::bmm(scores, values);
-  numerators.baddbmm_(query_features, prefix.sums);
+      at::bmm(t.query_features, t.key_features.transpose(1, 2)).tril_();
+  at::Tensor numerators = at::bmm(scores, t.values);
+  numerators.baddbmm_(t.query_features, prefix.sums);
   group.out.narrow(1, begin, end - begin).copy_(DivideByLastColumn(numerators));
-  prefix.sums.baddbmm_(key_features.transpose(1, 2), values);
+  prefix.sums.baddbmm_(t.key_features.transpose(1, 2), t.values);
 }
 
 // kExp normalises each key feature over the keys a query sees, so the
@@ -352,23 +368,13 @@ void LinearAttention::CausalChunk(const HeadGroup& group, KeyState& prefix,
 void LinearAttention::CausalChunkExp(const HeadGroup& group, KeyState& prefix,
                                      const at::Tensor& shift, int64_t begin,
                                      int64_t end) const {
-  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
-  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
-  const at::Tensor query_features = context_.QueryFeatures(
-      context_.Project(xq), context_.HalfSquaredNorm(xq));
-  at::Tensor key_features = context_.KeyFeatures(
-      context_.Project(xk), context_.HalfSquaredNorm(xk), shift);
-  const at::Tensor keep = KeepSlice(group, begin, end);
-  if (keep.defined()) {
-    key_features.masked_fill_(keep.logical_not().view({1, -1, 1}), 0.0f);
-  }
-  const at::Tensor values = ValuesWithOnes(group, begin, end);
+  const ChunkTerms t = CausalTerms(group, shift, begin, end, false);
   const at::Tensor cumulative =
-      (key_features.unsqueeze(-1) * values.unsqueeze(2)).cumsum(1) +
+      (t.key_features.unsqueeze(-1) * t.values.unsqueeze(2)).cumsum(1) +
       prefix.sums.unsqueeze(1);
   const at::Tensor normalised = DivideByLastColumn(cumulative);
   group.out.narrow(1, begin, end - begin)
-      .copy_((query_features.unsqueeze(-1) * normalised).sum(2));
+      .copy_((t.query_features.unsqueeze(-1) * normalised).sum(2));
   prefix.sums.copy_(cumulative.select(1, cumulative.size(1) - 1));
 }
 
