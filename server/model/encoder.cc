@@ -1,7 +1,6 @@
 #include "server/model/encoder.h"
 
 #include <ATen/ATen.h>
-#include <c10/core/InferenceMode.h>
 
 #include <utility>
 
@@ -136,10 +135,6 @@ absl::StatusOr<at::Tensor> Encoder::Attend(
     absl::Span<const int64_t> k_offsets) const {
   const int64_t heads = config_.num_attention_heads;
   const int64_t head_dim = config_.head_dim();
-  // The attention library writes its output from OpenMP worker threads,
-  // which do not inherit c10::InferenceMode, and an inference tensor may
-  // not be written outside it. So its output is made a normal tensor.
-  const c10::InferenceMode not_inference(/*enabled=*/false);
   return attention::AttendPacked(
       q.view({-1, heads, head_dim}), k.view({-1, heads, head_dim}),
       v.view({-1, heads, head_dim}), q_offsets, k_offsets,
