@@ -12,6 +12,8 @@ packages=(
   # service
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   prometheus-cpp-dev libgoogle-glog-dev nlohmann-json3-dev
+  # tests: openssl makes throwaway certificates for the TLS tests
+  openssl
   # tests and benchmarks; the Python peers (parity with PyTorch, a grpcio
   # client) run on Debian's /usr/bin/python3
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -7,6 +7,10 @@
 // the loader's message; no model at all exits 1), start the metrics
 // endpoint, start gRPC with the Favor service, health checking (NOT_SERVING
 // until every model has run one warm-up Embed) and server reflection.
+// Security (docs/server.md): TLS from --tls_cert_file/--tls_key_file
+// (mutual with --tls_client_ca_file) and bearer tokens from
+// --auth_tokens_file; both files are read before the models load and a bad
+// one exits 1. Without them: plaintext, no authentication.
 // SIGTERM / SIGINT: health NOT_SERVING, new calls UNAVAILABLE, the batchers
 // drain for at most --drain_timeout_seconds, then gRPC shuts down and the
 // process exits 0.
@@ -40,8 +44,10 @@
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
 #include "server/model/model_repository.h"
+#include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
 #include "server/service/metrics_http_server.h"
+#include "server/service/server_credentials.h"
 
 namespace {
 
@@ -107,6 +113,17 @@ ABSL_FLAG(int64_t, drain_timeout_seconds, 30,
           "is answered UNAVAILABLE");
 ABSL_FLAG(int, max_message_bytes, 64 << 20,
           "largest gRPC message received or sent, in bytes");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "file of bearer tokens, one per line ('#' comments); set: every "
+          "Favor RPC needs 'authorization: Bearer <token>' (health and "
+          "reflection stay open); empty: no authentication");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the server; with --tls_key_file: TLS, "
+          "else plaintext");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of the server");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificates; set: clients must present a certificate "
+          "signed by them (mutual TLS)");
 
 namespace {
 
@@ -218,7 +235,53 @@ void SetHealth(grpc::Server* server, bool serving) {
                            serving);
 }
 
-absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(FavorService* service) {
+// The tokens of --auth_tokens_file; empty when the flag is (no
+// authentication). Read before the models load, so that a bad file fails
+// fast.
+absl::StatusOr<std::vector<std::string>> TokensFromFlags() {
+  const std::string path = absl::GetFlag(FLAGS_auth_tokens_file);
+  if (path.empty()) {
+    LOG(INFO) << "event=auth_disabled reason=\"no --auth_tokens_file\"";
+    return std::vector<std::string>();
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> tokens,
+                   favor::service::ReadBearerTokens(path));
+  // The count only: tokens are never logged.
+  LOG(INFO) << "event=auth_enabled tokens=" << tokens.size()
+            << " file=" << path;
+  return tokens;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+CredentialsFromFlags() {
+  favor::service::TlsOptions tls;
+  tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  ASSIGN_OR_RETURN(auto credentials,
+                   favor::service::MakeServerCredentials(tls));
+  LOG(INFO) << "event=grpc_credentials tls="
+            << (tls.cert_file.empty() ? "off" : "on") << " client_certificates="
+            << (tls.client_ca_file.empty() ? "off" : "required");
+  return credentials;
+}
+
+// What gRPC serves as the Favor service: `service` itself without tokens,
+// else `service` behind a BearerAuthService, kept in `auth`.
+grpc::Service* WithAuth(
+    FavorService* service, std::vector<std::string> tokens,
+    std::unique_ptr<favor::service::BearerAuthService>* auth) {
+  if (tokens.empty()) return service;
+  *auth = std::make_unique<favor::service::BearerAuthService>(
+      service, std::move(tokens));
+  return auth->get();
+}
+
+// `service` is the Favor service, wrapped in a BearerAuthService when
+// authentication is on; health and reflection are never wrapped.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
+    grpc::Service* service,
+    const std::shared_ptr<grpc::ServerCredentials>& credentials) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -228,7 +291,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(FavorService* service) {
       absl::StrContains(host, ':') ? absl::StrCat("[", host, "]") : host, ":",
       absl::GetFlag(FLAGS_port));
   int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(address, credentials, &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.RegisterService(service);
@@ -296,6 +359,8 @@ absl::Status Run() {
   LOG(INFO) << "event=start threads=" << threads
             << " model_repository=" << absl::GetFlag(FLAGS_model_repository)
             << " device=" << absl::GetFlag(FLAGS_device);
+  ASSIGN_OR_RETURN(auto credentials, CredentialsFromFlags());
+  ASSIGN_OR_RETURN(std::vector<std::string> tokens, TokensFromFlags());
   ASSIGN_OR_RETURN(auto repository, LoadModels());
   std::vector<const favor::model::Model*> models;
   for (const std::string& name : repository->ModelNames()) {
@@ -306,7 +371,10 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(auto metrics_http, StartMetricsHttp(metrics.get()));
   ASSIGN_OR_RETURN(auto service,
                    FavorService::Create(options, models, metrics.get()));
-  ASSIGN_OR_RETURN(auto server, StartGrpc(service.get()));
+  std::unique_ptr<favor::service::BearerAuthService> auth;
+  ASSIGN_OR_RETURN(auto server,
+                   StartGrpc(WithAuth(service.get(), std::move(tokens), &auth),
+                             credentials));
   RETURN_IF_ERROR(WarmUp(models));
   SetHealth(server.get(), true);
   LOG(INFO) << "event=serving models="

@@ -104,7 +104,8 @@ std::unique_ptr<model::Model> LoadSmallRandomModel(
 }
 
 TestServer::TestServer(const FavorService::Options& options,
-                       const std::vector<const model::Model*>& models) {
+                       const std::vector<const model::Model*>& models,
+                       const TestServerOptions& server_options) {
   metrics::Metrics::Options metrics_options;
   metrics_options.serve_http = false;
   for (const model::Model* model : models) {
@@ -114,12 +115,26 @@ TestServer::TestServer(const FavorService::Options& options,
   auto service = FavorService::Create(options, models, metrics_.get());
   CHECK(service.ok()) << service.status();
   service_ = *std::move(service);
+  // A process-wide setting, read when the server is built.
+  grpc::EnableDefaultHealthCheckService(server_options.health);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+  builder.AddListeningPort("127.0.0.1:0",
+                           server_options.credentials != nullptr
+                               ? server_options.credentials
+                               : grpc::InsecureServerCredentials(),
                            &port_);
-  builder.RegisterService(service_.get());
+  if (server_options.bearer_tokens.empty()) {
+    builder.RegisterService(service_.get());
+  } else {
+    auth_ = std::make_unique<BearerAuthService>(service_.get(),
+                                                server_options.bearer_tokens);
+    builder.RegisterService(auth_.get());
+  }
   server_ = builder.BuildAndStart();
   CHECK(server_ != nullptr && port_ != 0);
+  if (server_options.health) {
+    server_->GetHealthCheckService()->SetServingStatus(true);
+  }
   stub_ = NewStub();
 }
 

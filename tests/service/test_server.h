@@ -14,6 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
+#include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
 
 namespace favor::service::testing {
@@ -54,11 +55,23 @@ class FakeModel final : public model::Model {
 std::unique_ptr<model::Model> LoadSmallRandomModel(
     const std::string& directory);
 
+// How TestServer serves: the defaults are plaintext, no authentication and
+// no health service.
+struct TestServerOptions {
+  // Non-empty: the service is wrapped in a BearerAuthService with these.
+  std::vector<std::string> bearer_tokens;
+  // Null: InsecureServerCredentials. NewStub() is plaintext whatever this is.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  // Serve grpc.health.v1.Health (SERVING).
+  bool health = false;
+};
+
 // A FavorService on 127.0.0.1:<free port>, with Metrics (no HTTP).
 class TestServer {
  public:
   TestServer(const FavorService::Options& options,
-             const std::vector<const model::Model*>& models);
+             const std::vector<const model::Model*>& models,
+             const TestServerOptions& server_options = {});
   ~TestServer();
 
   v1::Favor::Stub& stub() { return *stub_; }
@@ -70,6 +83,7 @@ class TestServer {
  private:
   std::unique_ptr<metrics::Metrics> metrics_;
   std::unique_ptr<FavorService> service_;
+  std::unique_ptr<BearerAuthService> auth_;  // null without tokens
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Favor::Stub> stub_;
