@@ -169,7 +169,8 @@ KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
                                             int64_t begin, int64_t end) const {
   const int64_t d = group.key.size(2), dv = group.value.size(2);
   const int64_t m = context_.num_features();
-  const int64_t chunk = options_.chunk_tokens;
+  // Buffers no larger than the range: short sequences are common.
+  const int64_t chunk = std::min(options_.chunk_tokens, end - begin);
   const at::Tensor key = group.key[0], value = group.value[0];
   const uint8_t* keep =
       group.keep.defined()
@@ -287,7 +288,7 @@ void LinearAttention::QueriesCpu(const HeadGroup& group,
                                  int64_t end) const {
   const int64_t d = group.query.size(2), dv = group.value.size(2);
   const int64_t m = context_.num_features();
-  const int64_t chunk = options_.chunk_tokens;
+  const int64_t chunk = std::min(options_.chunk_tokens, end - begin);
   const at::Tensor sums = state[0].narrow(1, 0, dv).contiguous();
   const at::Tensor feature_sums = state[0].select(1, dv).contiguous();
   at::Tensor u = at::empty({chunk, m}, at::kFloat);

@@ -1,0 +1,162 @@
+// favor-server's own costs, measured against the model it serves:
+//  (a) overhead: Embed of one 4k-token and one 32k-token input over gRPC on
+//      loopback against Model::Embed of the same input in-process;
+//  (b) batching gain: 64 concurrent clients sending 128-token Embed calls,
+//      batching on (the default Batcher::Options) against one request per
+//      batch.
+// Uses the default model the build generates (build/models/default). Prints
+// a table and the targets of docs/performance.md as ratios from this run.
+//
+//   build/bench/service_bench [seconds per load run, default 8]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "server/attention/parallelism.h"
+#include "server/model/model.h"
+#include "tests/service/test_server.h"
+
+namespace favor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+std::vector<int32_t> TokenIds(int64_t length, int64_t vocab) {
+  std::vector<int32_t> ids(length);
+  for (int64_t i = 0; i < length; ++i) {
+    ids[i] = static_cast<int32_t>(1000 + (i * 7919) % (vocab - 1000));
+  }
+  return ids;
+}
+
+v1::EmbedRequest Request(const std::vector<int32_t>& ids) {
+  v1::EmbedRequest request;
+  auto* input = request.add_inputs();
+  input->mutable_token_ids()->Add(ids.begin(), ids.end());
+  return request;
+}
+
+// Fastest of `repeats` runs of f (other processes only ever add time).
+template <typename Fn>
+double Fastest(int repeats, Fn&& f) {
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    f();
+    best = std::min(best, Seconds(start));
+  }
+  return best;
+}
+
+// (a) one input, in-process against over gRPC, interleaved.
+double Overhead(const model::Model& model, service::testing::TestServer& server,
+                int64_t length, int repeats) {
+  const std::vector<int32_t> ids =
+      TokenIds(length, model.description().config.vocab_size);
+  const std::vector<int64_t> offsets = {0, length};
+  const v1::EmbedRequest request = Request(ids);
+  double in_process = 1e30, over_grpc = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    in_process = std::min(in_process, Fastest(1, [&] {
+                            if (!model.Embed(ids, offsets, {}).ok())
+                              std::abort();
+                          }));
+    over_grpc =
+        std::min(over_grpc, Fastest(1, [&] {
+                   grpc::ClientContext context;
+                   v1::EmbedResponse response;
+                   if (!server.stub().Embed(&context, request, &response).ok())
+                     std::abort();
+                 }));
+  }
+  std::printf("%-34s %10.1f ms %10.1f ms %9.3f\n",
+              (std::to_string(length) + "-token Embed").c_str(),
+              in_process * 1e3, over_grpc * 1e3, over_grpc / in_process - 1);
+  return over_grpc / in_process - 1;
+}
+
+// (b) requests per second from `clients` threads for `seconds`.
+double Throughput(service::testing::TestServer& server, int clients,
+                  int64_t length, int64_t vocab, double seconds) {
+  const v1::EmbedRequest request = Request(TokenIds(length, vocab));
+  std::atomic<bool> counting{false}, stop{false};
+  std::atomic<int64_t> done{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] {
+      auto stub = server.NewStub();
+      while (!stop.load()) {
+        grpc::ClientContext context;
+        v1::EmbedResponse response;
+        const bool ok = stub->Embed(&context, request, &response).ok();
+        if (counting.load()) (ok ? done : failed).fetch_add(1);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up
+  counting = true;
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  counting = false;
+  const double elapsed = Seconds(start);
+  stop = true;
+  for (auto& t : threads) t.join();
+  if (failed.load() > 0) std::printf("  (%ld calls failed)\n", failed.load());
+  return done.load() / elapsed;
+}
+
+}  // namespace
+}  // namespace favor
+
+int main(int argc, char** argv) {
+  using namespace favor;
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 8.0;
+  attention::ConfigureCpuParallelism({});
+  auto model = model::Model::Load(FAVOR_DEFAULT_MODEL_DIR);
+  if (!model.ok()) {
+    std::fprintf(stderr, "service_bench: %s\n",
+                 std::string(model.status().message()).c_str());
+    return 1;
+  }
+  const int64_t vocab = (*model)->description().config.vocab_size;
+  service::FavorService::Options options;
+  double overhead_4k = 0, overhead_32k = 0, batched = 0, unbatched = 0;
+  {
+    service::testing::TestServer server(options, {model->get()});
+    std::printf("%-34s %13s %13s %9s\n", "(a) one input", "in-process",
+                "over gRPC", "overhead");
+    overhead_4k = Overhead(**model, server, 4096, 7);
+    overhead_32k = Overhead(**model, server, 32768, 3);
+    batched = Throughput(server, 64, 128, vocab, seconds);
+  }
+  {
+    service::FavorService::Options one_per_batch = options;
+    one_per_batch.embed_batching.max_batch_requests = 1;
+    service::testing::TestServer server(one_per_batch, {model->get()});
+    unbatched = Throughput(server, 64, 128, vocab, seconds);
+  }
+  std::printf(
+      "\n(b) 64 clients x 128 tokens: %.1f req/s batched, %.1f req/s "
+      "one per batch, gain %.2fx\n",
+      batched, unbatched, batched / unbatched);
+  std::printf("\nTargets (ratios from this run):\n");
+  const auto row = [](const char* what, double value, double bound,
+                      bool at_most) {
+    const bool ok = at_most ? value <= bound : value >= bound;
+    std::printf("%-40s %8.3f %s%7.3f %s\n", what, value,
+                at_most ? "<=" : ">=", bound, ok ? "ok" : "MISSED");
+  };
+  row("gRPC overhead, 4k-token Embed", overhead_4k, 0.05, true);
+  row("gRPC overhead, 32k-token Embed", overhead_32k, 0.05, true);
+  row("batching gain, 64 clients x 128 tokens", batched / unbatched, 4.0,
+      false);
+  return 0;
+}
