@@ -18,6 +18,10 @@ packages=(
   # client) run on Debian's /usr/bin/python3
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-grpcio python3-protobuf
+  # deployment checks: the image is built with podman on a debootstrapped
+  # base; a real Prometheus scrapes the server; compose files are checked by
+  # docker-compose, Kubernetes manifests parsed with PyYAML
+  podman debootstrap prometheus docker-compose python3-yaml
 )
 
 if [[ "${1:-}" == "--print" ]]; then
