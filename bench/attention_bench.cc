@@ -251,11 +251,18 @@ void PrintTargets() {
     return t > 0 ? Flops(name) / t : 0.0;
   };
   const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  if (Timings().empty()) return;  // nothing ran (a filter, or a listing)
   std::printf("\nTargets (ratios from this run, fastest repetition):\n");
   std::printf("%-44s %10s %11s\n", "target", "measured", "bound");
   const auto row = [](const std::string& what, double value, double bound,
                       bool at_least) {
-    const bool ok = value > 0 && (at_least ? value >= bound : value <= bound);
+    // 0: a benchmark the ratio needs did not run (filtered out).
+    if (value <= 0) {
+      std::printf("%-44s %10s %s%9.3f\n", what.c_str(), "not run",
+                  at_least ? ">=" : "<=", bound);
+      return;
+    }
+    const bool ok = at_least ? value >= bound : value <= bound;
     std::printf("%-44s %10.3f %s%9.3f %s\n", what.c_str(), value,
                 at_least ? ">=" : "<=", bound, ok ? "ok" : "MISSED");
   };

@@ -16,6 +16,8 @@
 // process exits 0.
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
 #include <csignal>
 #include <cstdint>
 #include <memory>
@@ -111,6 +113,10 @@ ABSL_FLAG(int64_t, max_attend_tensor_elements,
 ABSL_FLAG(int64_t, drain_timeout_seconds, 30,
           "on SIGTERM/SIGINT, how long queued work may still run before it "
           "is answered UNAVAILABLE");
+ABSL_FLAG(int64_t, max_connection_age_seconds, 0,
+          "close each client connection (GOAWAY) after this long, its calls "
+          "given --drain_timeout_seconds to finish, so that clients "
+          "balancing over DNS find new replicas; 0: never");
 ABSL_FLAG(int, max_message_bytes, 64 << 20,
           "largest gRPC message received or sent, in bytes");
 ABSL_FLAG(std::string, auth_tokens_file, "",
@@ -294,6 +300,18 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
   builder.AddListeningPort(address, credentials, &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  const int64_t max_age_seconds =
+      absl::GetFlag(FLAGS_max_connection_age_seconds);
+  if (max_age_seconds > 0) {
+    const auto millis = [](int64_t seconds) {
+      return static_cast<int>(std::min<int64_t>(seconds * 1000, INT32_MAX));
+    };
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               millis(max_age_seconds));
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+        millis(absl::GetFlag(FLAGS_drain_timeout_seconds)));
+  }
   builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

@@ -206,6 +206,20 @@ absl::Status Metrics::BuildModelSeries(const Options& options) {
   }
   no_model_ = models_.at(Text(kNoModel)).get();
   other_model_ = models_.at(Text(kOtherLabelValue)).get();
+  // The OK series of every served model and method exist from the start, at
+  // zero: rate() and increase() need a series' earlier sample, so a series
+  // born with its first call never counts that call.
+  const int ok = CodeIndex(absl::StatusCode::kOk);
+  for (const std::string& model : options.models) {
+    for (size_t method = 0; method + 1 < method_names_.size(); ++method) {
+      if (RequestSeriesOf(*models_.at(model), static_cast<int>(method), ok) ==
+          nullptr) {
+        return absl::InternalError(
+            absl::StrCat("metrics: cannot create the OK series of model '",
+                         model, "' and method '", method_names_[method], "'"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

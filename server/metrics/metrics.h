@@ -6,9 +6,11 @@
 // keyed by (model, method, code) are created the first time a combination
 // occurs and then kept, so that a steady server never calls prometheus-cpp's
 // Family::Add() on the request path and exports no series for combinations
-// that never happened. Label values are bounded: a model or method that was
-// not registered in Options is recorded as "(other)", calls without a model
-// as "(none)", and codes are the 17 gRPC codes.
+// that never happened; the exception is code OK for every served model and
+// method, exported at zero from the start so that rate() counts first calls.
+// Label values are bounded: a model or method that was not registered in
+// Options is recorded as "(other)", calls without a model as "(none)", and
+// codes are the 17 gRPC codes.
 //
 // Recording is thread-safe and cheap (a hash lookup of the model name and a
 // short mutex inside prometheus-cpp's metric); call it from any thread.

@@ -178,7 +178,11 @@ TEST(MetricsTest, UnregisteredNamesShareOneLabelValue) {
   metrics->RecordRequest("", "Attend", absl::StatusCode::kOk,
                          absl::Milliseconds(1));
   const std::string text = metrics->SerializeText();
-  EXPECT_EQ(scrape::CountSamples(text, Name(kRequestsTotal)), 2);
+  // The two above, and the OK series of the served models (at zero).
+  const int served_ok_series =
+      2 * static_cast<int>(Metrics::DefaultMethods().size());
+  EXPECT_EQ(scrape::CountSamples(text, Name(kRequestsTotal)),
+            2 + served_ok_series);
   EXPECT_THAT(
       FindSample(
           text, Name(kRequestsTotal),
@@ -190,12 +194,27 @@ TEST(MetricsTest, UnregisteredNamesShareOneLabelValue) {
       Optional(1.0));
 }
 
-// Request series appear only once their combination occurs.
-TEST(MetricsTest, NoRequestSeriesBeforeTheFirstRequest) {
+// Before any call, the only request series are the OK ones of the served
+// models, at zero (so that rate() counts the first call); the other codes,
+// "(none)" and "(other)" appear only once their combination occurs.
+TEST(MetricsTest, OnlyOkSeriesOfServedModelsBeforeTheFirstRequest) {
   std::unique_ptr<Metrics> metrics = CreateOrDie(OfflineOptions());
   ASSERT_NE(metrics, nullptr);
   const std::string text = metrics->SerializeText();
-  EXPECT_EQ(scrape::CountSamples(text, Name(kRequestsTotal)), 0);
+  const std::vector<std::string> methods = Metrics::DefaultMethods();
+  EXPECT_EQ(scrape::CountSamples(text, Name(kRequestsTotal)),
+            2 * static_cast<int>(methods.size()));
+  for (const std::string model : {"bert", "perceiver"}) {
+    for (const std::string& method : methods) {
+      const LabelSet labels{
+          {"model", model}, {"method", method}, {"code", "OK"}};
+      EXPECT_THAT(FindSample(text, Name(kRequestsTotal), labels),
+                  Optional(0.0));
+      EXPECT_THAT(
+          FindSample(text, Suffixed(kRequestDurationSeconds, "_count"), labels),
+          Optional(0.0));
+    }
+  }
   EXPECT_THAT(FindSample(text, Name(kQueueDepth), {{"model", "perceiver"}}),
               Optional(0.0));
 }
