@@ -1,0 +1,171 @@
+#include "client/cli/json_output.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace favor::cli {
+namespace {
+
+const char* PoolingName(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::kModelDefault:
+      return "unspecified";
+    case Pooling::kMean:
+      return "mean";
+    case Pooling::kCls:
+      return "cls";
+    case Pooling::kAttention:
+      return "attention";
+    case Pooling::kNone:
+      return "none";
+  }
+  return "unknown";
+}
+
+const char* NormalizationName(Normalization normalization) {
+  switch (normalization) {
+    case Normalization::kModelDefault:
+      return "unspecified";
+    case Normalization::kNone:
+      return "none";
+    case Normalization::kL2:
+      return "l2";
+  }
+  return "unknown";
+}
+
+const char* RandomFeaturesName(RandomFeatures features) {
+  return features == RandomFeatures::kIid ? "iid" : "orthogonal";
+}
+
+const char* RowNormName(RowNorm norm) {
+  return norm == RowNorm::kSqrtDim ? "sqrt_dim" : "chi";
+}
+
+absl::StatusOr<nlohmann::json> TensorToJson(const Tensor& tensor) {
+  absl::StatusOr<std::vector<float>> values = tensor.ToFloats();
+  if (!values.ok()) return values.status();
+  return nlohmann::json{{"shape", tensor.shape},
+                        {"dtype", DtypeName(tensor.dtype)},
+                        {"values", *values}};
+}
+
+nlohmann::json ConfigToJson(const ModelConfig& config) {
+  const AttentionConfig& attention = config.attention;
+  nlohmann::json json = {
+      {"vocab_size", config.vocab_size},
+      {"hidden_size", config.hidden_size},
+      {"num_hidden_layers", config.num_hidden_layers},
+      {"num_attention_heads", config.num_attention_heads},
+      {"attention",
+       {{"kernel", attention.kernel},
+        {"num_random_features", attention.num_random_features},
+        {"num_features", attention.num_features},
+        {"random_features", RandomFeaturesName(attention.random_features)},
+        {"row_norm", RowNormName(attention.row_norm)},
+        {"projection_seed", attention.projection_seed},
+        {"causal", attention.causal}}},
+      {"default_pooling", PoolingName(config.default_pooling)},
+      {"default_normalization",
+       NormalizationName(config.default_normalization)},
+      {"has_attention_pooler", config.has_attention_pooler},
+      {"pad_token_id", config.pad_token_id},
+      {"unk_token_id", config.unk_token_id},
+      {"cls_token_id", config.cls_token_id},
+      {"sep_token_id", config.sep_token_id},
+      {"mask_token_id", config.mask_token_id}};
+  // The server's config.json, parsed so that it nests; kept as a string if
+  // it is not JSON (it always is from favor-server).
+  nlohmann::json parsed = nlohmann::json::parse(config.config_json, nullptr,
+                                                /*allow_exceptions=*/false);
+  json["config_json"] =
+      parsed.is_discarded() ? nlohmann::json(config.config_json) : parsed;
+  return json;
+}
+
+nlohmann::json LimitsToJson(const ModelLimits& limits) {
+  return {{"max_tokens_per_input", limits.max_tokens_per_input},
+          {"max_tokens_per_call", limits.max_tokens_per_call},
+          {"max_inputs_per_call", limits.max_inputs_per_call},
+          {"max_tokens_per_batch", limits.max_tokens_per_batch},
+          {"max_requests_per_batch", limits.max_requests_per_batch},
+          {"max_queued_tokens", limits.max_queued_tokens},
+          {"max_queued_requests", limits.max_queued_requests}};
+}
+
+}  // namespace
+
+nlohmann::json ServerTimingToJson(const ServerTiming& timing) {
+  return {
+      {"queue_time_micros", absl::ToInt64Microseconds(timing.queue_time)},
+      {"compute_time_micros", absl::ToInt64Microseconds(timing.compute_time)}};
+}
+
+absl::StatusOr<nlohmann::json> EmbedResultToJson(const EmbedResult& result) {
+  nlohmann::json embeddings = nlohmann::json::array();
+  for (const Embedding& embedding : result.embeddings) {
+    nlohmann::json json = {
+        {"num_tokens", embedding.num_tokens},
+        {"num_truncated_tokens", embedding.num_truncated_tokens},
+        {"values", embedding.values}};
+    if (embedding.token_embeddings.has_value()) {
+      absl::StatusOr<nlohmann::json> tokens =
+          TensorToJson(*embedding.token_embeddings);
+      if (!tokens.ok()) return tokens.status();
+      json["token_embeddings"] = *std::move(tokens);
+    }
+    embeddings.push_back(std::move(json));
+  }
+  return nlohmann::json{{"model", result.model},
+                        {"model_version", result.model_version},
+                        {"num_tokens", result.num_tokens},
+                        {"timing", ServerTimingToJson(result.timing)},
+                        {"embeddings", std::move(embeddings)}};
+}
+
+nlohmann::json ModelInfoToJson(const ModelInfo& model) {
+  return {{"name", model.name},
+          {"version", model.version},
+          {"is_default", model.is_default},
+          {"devices", model.devices},
+          {"config", ConfigToJson(model.config)},
+          {"limits", LimitsToJson(model.limits)}};
+}
+
+nlohmann::json ModelListToJson(const ModelList& list) {
+  nlohmann::json models = nlohmann::json::array();
+  for (const ModelInfo& model : list.models) {
+    models.push_back(ModelInfoToJson(model));
+  }
+  return {{"default_model", list.default_model}, {"models", std::move(models)}};
+}
+
+absl::StatusOr<nlohmann::json> AttendSummaryToJson(const AttendResult& result) {
+  absl::StatusOr<std::vector<float>> values = result.output.ToFloats();
+  if (!values.ok()) return values.status();
+  double sum = 0;
+  double sum_of_squares = 0;
+  float min = values->empty() ? 0.0f : values->front();
+  float max = min;
+  for (float value : *values) {
+    sum += value;
+    sum_of_squares += static_cast<double>(value) * value;
+    min = std::min(min, value);
+    max = std::max(max, value);
+  }
+  const double count = static_cast<double>(values->size());
+  nlohmann::json output = {{"shape", result.output.shape},
+                           {"dtype", DtypeName(result.output.dtype)},
+                           {"elements", values->size()},
+                           {"min", min},
+                           {"max", max},
+                           {"mean", count > 0 ? sum / count : 0.0},
+                           {"l2_norm", std::sqrt(sum_of_squares)}};
+  return nlohmann::json{{"kernel", result.kernel},
+                        {"num_features", result.num_features},
+                        {"timing", ServerTimingToJson(result.timing)},
+                        {"output", std::move(output)}};
+}
+
+}  // namespace favor::cli

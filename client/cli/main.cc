@@ -1,0 +1,398 @@
+// favor-cli: one call to a Favor server from the command line, on
+// favor::Client. Flags live here only and are copied into the library's
+// options.
+//
+//   favor-cli [flags] health [SERVICE]   exit 0 only when SERVING
+//   favor-cli [flags] models             ListModels, as JSON
+//   favor-cli [flags] model NAME         GetModel, as JSON
+//   favor-cli [flags] embed [IDS...]     Embed, as JSON
+//   favor-cli [flags] attend             Attend, a JSON summary
+//
+// The exit code is the gRPC status code of the failure (0 OK, 3
+// INVALID_ARGUMENT for bad usage or input, 5 NOT_FOUND, 14 UNAVAILABLE,
+// 16 UNAUTHENTICATED, ...), and the failure is one line on stderr.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "client/cli/attend_input.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_code.h"
+#include "client/cli/flag_parsing.h"
+#include "client/cli/json_output.h"
+#include "client/cli/token_input.h"
+#include "favor/client.h"
+#include "nlohmann/json.hpp"
+
+// ---- Connection ----
+ABSL_FLAG(std::vector<std::string>, endpoint, {"localhost:50051"},
+          "server(s), comma-separated gRPC targets (host:port, "
+          "dns:///name:port, unix:/path); calls go round-robin");
+ABSL_FLAG(bool, tls, false,
+          "use TLS (implied by any --tls_* flag); roots: --tls_roots_file or "
+          "gRPC's default");
+ABSL_FLAG(std::string, tls_roots_file, "",
+          "PEM CA certificates the server's certificate must chain to");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "name to check the server's certificate against instead of the "
+          "endpoint's host");
+ABSL_FLAG(std::string, tls_client_cert_file, "",
+          "PEM client certificate chain, for mutual TLS");
+ABSL_FLAG(std::string, tls_client_key_file, "",
+          "PEM client private key, for mutual TLS");
+ABSL_FLAG(std::string, bearer_token, "",
+          "send 'authorization: Bearer TOKEN' (visible in ps: prefer "
+          "--bearer_token_file)");
+ABSL_FLAG(std::string, bearer_token_file, "",
+          "file whose first line is the bearer token");
+ABSL_FLAG(absl::Duration, deadline, absl::ZeroDuration(),
+          "deadline of the call, retries included (e.g. 500ms, 30s); 0: 3s "
+          "for health, 30s otherwise");
+ABSL_FLAG(int, max_attempts, 5,
+          "attempts per call; UNAVAILABLE and RESOURCE_EXHAUSTED are retried "
+          "with backoff (health is never retried)");
+ABSL_FLAG(bool, pretty, false, "indent the JSON output");
+
+// ---- embed ----
+ABSL_FLAG(std::string, model, "", "model name; empty: the server's default");
+ABSL_FLAG(std::string, input_file, "",
+          "embed: inputs, one per line (JSON array, {\"token_ids\": [...]} "
+          "or ids separated by commas/spaces); '-' is stdin");
+ABSL_FLAG(std::string, pooling, "default",
+          "embed: default, mean, cls, attention or none");
+ABSL_FLAG(std::string, normalization, "default", "embed: default, none or l2");
+ABSL_FLAG(std::string, truncation, "none",
+          "embed: none (refuse long inputs), left or right");
+ABSL_FLAG(bool, token_embeddings, false,
+          "embed: also print each input's per-position output vectors");
+ABSL_FLAG(bool, high_priority, false, "queue the request at high priority");
+
+// ---- attend ----
+ABSL_FLAG(std::string, shape, "1,1,16,8",
+          "attend: query shape BATCH,HEADS,QUERY_LENGTH,HEAD_DIM");
+ABSL_FLAG(int64_t, key_length, 0, "attend: key length; 0: QUERY_LENGTH");
+ABSL_FLAG(int64_t, value_dim, 0, "attend: value width; 0: HEAD_DIM");
+ABSL_FLAG(std::string, kernel, "",
+          "attend: softmax, favor+, hyperbolic, trig, relu, elu+1 or exp; "
+          "empty: favor+");
+ABSL_FLAG(int64_t, num_random_features, 0,
+          "attend: rows of the random projection; 0: the server's default");
+ABSL_FLAG(uint64_t, projection_seed, 0, "attend: seed of the projection");
+ABSL_FLAG(bool, causal, false, "attend: causal attention");
+ABSL_FLAG(uint64_t, seed, 1,
+          "attend: seed of the random Q, K, V (when no file is given)");
+ABSL_FLAG(std::string, query_file, "",
+          "attend: raw little-endian float32 Q of --shape (else random)");
+ABSL_FLAG(std::string, key_file, "", "attend: raw float32 K (else random)");
+ABSL_FLAG(std::string, value_file, "", "attend: raw float32 V (else random)");
+ABSL_FLAG(std::string, output_file, "",
+          "attend: write the output as raw little-endian float32 here");
+
+namespace {
+
+constexpr char kProgram[] = "favor-cli";
+
+// Deadlines when --deadline is 0: health checks must be quick (a container
+// health check has its own timeout, usually a few seconds); other calls may
+// wait for a busy server.
+constexpr absl::Duration kHealthDeadline = absl::Seconds(3);
+constexpr absl::Duration kCallDeadline = absl::Seconds(30);
+
+absl::Status UsageError(absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
+}
+
+void PrintJson(const nlohmann::json& json) {
+  const std::string text =
+      absl::GetFlag(FLAGS_pretty) ? json.dump(2) : json.dump();
+  std::printf("%s\n", text.c_str());
+}
+
+absl::StatusOr<std::unique_ptr<favor::Client>> NewClient(
+    absl::Duration default_deadline) {
+  favor::cli::ConnectionSettings settings;
+  settings.endpoints = absl::GetFlag(FLAGS_endpoint);
+  settings.tls = absl::GetFlag(FLAGS_tls);
+  settings.tls_roots_file = absl::GetFlag(FLAGS_tls_roots_file);
+  settings.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  settings.tls_client_cert_file = absl::GetFlag(FLAGS_tls_client_cert_file);
+  settings.tls_client_key_file = absl::GetFlag(FLAGS_tls_client_key_file);
+  settings.bearer_token = absl::GetFlag(FLAGS_bearer_token);
+  settings.bearer_token_file = absl::GetFlag(FLAGS_bearer_token_file);
+  const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
+  settings.deadline =
+      deadline == absl::ZeroDuration() ? default_deadline : deadline;
+  settings.max_attempts = absl::GetFlag(FLAGS_max_attempts);
+  settings.user_agent_prefix = "favor-cli/0.1.0";
+  absl::StatusOr<favor::ClientOptions> options =
+      favor::cli::ToClientOptions(settings);
+  if (!options.ok()) return options.status();
+  return favor::Client::Create(*options);
+}
+
+absl::Status CheckArgumentCount(const std::vector<std::string>& arguments,
+                                size_t low, size_t high) {
+  if (arguments.size() >= low && arguments.size() <= high) {
+    return absl::OkStatus();
+  }
+  return UsageError(absl::StrCat("'", arguments[0], "' takes ", low - 1,
+                                 low == high ? "" : absl::StrCat("-", high - 1),
+                                 " argument(s), got ", arguments.size() - 1));
+}
+
+// health [SERVICE]: SERVING prints the status and returns OK; anything else
+// is UNAVAILABLE (the server answered but is not serving) or the call's
+// failure.
+absl::Status Health(const std::vector<std::string>& arguments) {
+  absl::Status usage = CheckArgumentCount(arguments, 1, 2);
+  if (!usage.ok()) return usage;
+  const std::string service = arguments.size() == 2 ? arguments[1] : "";
+  absl::StatusOr<std::unique_ptr<favor::Client>> client =
+      NewClient(kHealthDeadline);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<favor::ServingStatus> status = (*client)->CheckHealth(service);
+  if (!status.ok()) return status.status();
+  if (*status != favor::ServingStatus::kServing) {
+    return absl::UnavailableError(
+        absl::StrCat("health of service '", service, "' is ",
+                     favor::ServingStatusName(*status)));
+  }
+  std::printf("%s\n", favor::ServingStatusName(*status));
+  return absl::OkStatus();
+}
+
+absl::Status Models(const std::vector<std::string>& arguments) {
+  absl::Status usage = CheckArgumentCount(arguments, 1, 1);
+  if (!usage.ok()) return usage;
+  absl::StatusOr<std::unique_ptr<favor::Client>> client =
+      NewClient(kCallDeadline);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<favor::ModelList> list = (*client)->ListModels();
+  if (!list.ok()) return list.status();
+  PrintJson(favor::cli::ModelListToJson(*list));
+  return absl::OkStatus();
+}
+
+absl::Status Model(const std::vector<std::string>& arguments) {
+  absl::Status usage = CheckArgumentCount(arguments, 2, 2);
+  if (!usage.ok()) return usage;
+  absl::StatusOr<std::unique_ptr<favor::Client>> client =
+      NewClient(kCallDeadline);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<favor::ModelInfo> model = (*client)->GetModel(arguments[1]);
+  if (!model.ok()) return model.status();
+  PrintJson(favor::cli::ModelInfoToJson(*model));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<favor::Pooling> ParsePooling(const std::string& name) {
+  if (name == "default") return favor::Pooling::kModelDefault;
+  if (name == "mean") return favor::Pooling::kMean;
+  if (name == "cls") return favor::Pooling::kCls;
+  if (name == "attention") return favor::Pooling::kAttention;
+  if (name == "none") return favor::Pooling::kNone;
+  return UsageError(absl::StrCat("--pooling=", name,
+                                 " is not one of default, mean, cls, "
+                                 "attention, none"));
+}
+
+absl::StatusOr<favor::Normalization> ParseNormalization(
+    const std::string& name) {
+  if (name == "default") return favor::Normalization::kModelDefault;
+  if (name == "none") return favor::Normalization::kNone;
+  if (name == "l2") return favor::Normalization::kL2;
+  return UsageError(absl::StrCat("--normalization=", name,
+                                 " is not one of default, none, l2"));
+}
+
+absl::StatusOr<favor::Truncation> ParseTruncation(const std::string& name) {
+  if (name == "none") return favor::Truncation::kNone;
+  if (name == "left") return favor::Truncation::kLeft;
+  if (name == "right") return favor::Truncation::kRight;
+  return UsageError(
+      absl::StrCat("--truncation=", name, " is not one of none, left, right"));
+}
+
+absl::StatusOr<favor::EmbedOptions> EmbedOptionsFromFlags() {
+  favor::EmbedOptions options;
+  options.model = absl::GetFlag(FLAGS_model);
+  absl::StatusOr<favor::Pooling> pooling =
+      ParsePooling(absl::GetFlag(FLAGS_pooling));
+  if (!pooling.ok()) return pooling.status();
+  options.pooling = *pooling;
+  absl::StatusOr<favor::Normalization> normalization =
+      ParseNormalization(absl::GetFlag(FLAGS_normalization));
+  if (!normalization.ok()) return normalization.status();
+  options.normalization = *normalization;
+  absl::StatusOr<favor::Truncation> truncation =
+      ParseTruncation(absl::GetFlag(FLAGS_truncation));
+  if (!truncation.ok()) return truncation.status();
+  options.truncation = *truncation;
+  options.include_token_embeddings = absl::GetFlag(FLAGS_token_embeddings);
+  options.priority = absl::GetFlag(FLAGS_high_priority)
+                         ? favor::Priority::kHigh
+                         : favor::Priority::kNormal;
+  return options;
+}
+
+// The inputs of `embed`: its arguments, --input_file, or stdin.
+absl::StatusOr<std::vector<favor::TokenIds>> EmbedInputs(
+    const std::vector<std::string>& arguments) {
+  const std::vector<std::string> ids(arguments.begin() + 1, arguments.end());
+  const std::string file = absl::GetFlag(FLAGS_input_file);
+  if (!ids.empty() && !file.empty()) {
+    return UsageError("give token ids as arguments or --input_file, not both");
+  }
+  absl::StatusOr<std::vector<favor::TokenIds>> inputs;
+  if (!ids.empty()) {
+    inputs = favor::cli::ParseTokenArguments(ids);
+  } else if (!file.empty()) {
+    inputs = favor::cli::ReadTokenFile(file);
+  } else if (isatty(STDIN_FILENO)) {
+    return UsageError(
+        "no input: give token ids as arguments, --input_file, or JSON lines "
+        "on stdin");
+  } else {
+    inputs = favor::cli::ReadTokenFile("-");
+  }
+  if (inputs.ok() && inputs->empty()) {
+    return absl::InvalidArgumentError("no input: every line was blank");
+  }
+  return inputs;
+}
+
+absl::Status Embed(const std::vector<std::string>& arguments) {
+  absl::StatusOr<favor::EmbedOptions> options = EmbedOptionsFromFlags();
+  if (!options.ok()) return options.status();
+  absl::StatusOr<std::vector<favor::TokenIds>> inputs = EmbedInputs(arguments);
+  if (!inputs.ok()) return inputs.status();
+  absl::StatusOr<std::unique_ptr<favor::Client>> client =
+      NewClient(kCallDeadline);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<favor::EmbedResult> result =
+      (*client)->Embed(*inputs, *options);
+  if (!result.ok()) return result.status();
+  absl::StatusOr<nlohmann::json> json = favor::cli::EmbedResultToJson(*result);
+  if (!json.ok()) return json.status();
+  PrintJson(*json);
+  return absl::OkStatus();
+}
+
+// One of Q, K, V: from its file when given, else random from the seed.
+absl::StatusOr<favor::Tensor> AttendTensor(const std::string& file,
+                                           const std::vector<int64_t>& shape,
+                                           uint64_t seed) {
+  if (!file.empty()) return favor::cli::ReadTensorFile(file, shape);
+  return favor::cli::RandomTensor(shape, seed);
+}
+
+absl::StatusOr<favor::AttendRequest> AttendRequestFromFlags() {
+  absl::StatusOr<favor::cli::AttendShapes> shapes =
+      favor::cli::ParseAttendShapes(absl::GetFlag(FLAGS_shape),
+                                    absl::GetFlag(FLAGS_key_length),
+                                    absl::GetFlag(FLAGS_value_dim));
+  if (!shapes.ok()) return shapes.status();
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  favor::AttendRequest request;
+  absl::StatusOr<favor::Tensor> query =
+      AttendTensor(absl::GetFlag(FLAGS_query_file), shapes->query, seed);
+  if (!query.ok()) return query.status();
+  absl::StatusOr<favor::Tensor> key =
+      AttendTensor(absl::GetFlag(FLAGS_key_file), shapes->key, seed + 1);
+  if (!key.ok()) return key.status();
+  absl::StatusOr<favor::Tensor> value =
+      AttendTensor(absl::GetFlag(FLAGS_value_file), shapes->value, seed + 2);
+  if (!value.ok()) return value.status();
+  request.query = *std::move(query);
+  request.key = *std::move(key);
+  request.value = *std::move(value);
+  request.kernel = absl::GetFlag(FLAGS_kernel);
+  request.num_random_features = absl::GetFlag(FLAGS_num_random_features);
+  request.projection_seed = absl::GetFlag(FLAGS_projection_seed);
+  request.causal = absl::GetFlag(FLAGS_causal);
+  request.priority = absl::GetFlag(FLAGS_high_priority)
+                         ? favor::Priority::kHigh
+                         : favor::Priority::kNormal;
+  return request;
+}
+
+absl::Status Attend(const std::vector<std::string>& arguments) {
+  absl::Status usage = CheckArgumentCount(arguments, 1, 1);
+  if (!usage.ok()) return usage;
+  absl::StatusOr<favor::AttendRequest> request = AttendRequestFromFlags();
+  if (!request.ok()) return request.status();
+  absl::StatusOr<std::unique_ptr<favor::Client>> client =
+      NewClient(kCallDeadline);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<favor::AttendResult> result = (*client)->Attend(*request);
+  if (!result.ok()) return result.status();
+  absl::StatusOr<nlohmann::json> summary =
+      favor::cli::AttendSummaryToJson(*result);
+  if (!summary.ok()) return summary.status();
+  const std::string output_file = absl::GetFlag(FLAGS_output_file);
+  if (!output_file.empty()) {
+    absl::Status written =
+        favor::cli::WriteTensorFile(output_file, result->output);
+    if (!written.ok()) return written;
+    (*summary)["output_file"] = output_file;
+  }
+  PrintJson(*summary);
+  return absl::OkStatus();
+}
+
+absl::Status Run(const std::vector<std::string>& arguments) {
+  if (arguments.empty()) {
+    return UsageError(
+        "no command: give one of health, models, model, embed, attend");
+  }
+  const std::string& command = arguments[0];
+  if (command == "health") return Health(arguments);
+  if (command == "models") return Models(arguments);
+  if (command == "model") return Model(arguments);
+  if (command == "embed") return Embed(arguments);
+  if (command == "attend") return Attend(arguments);
+  return UsageError(absl::StrCat("unknown command '", command,
+                                 "': give one of health, models, model, "
+                                 "embed, attend"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "One call to a Favor server.\n"
+      "Usage: favor-cli [flags] COMMAND [ARGS]\n"
+      "  health [SERVICE]  grpc.health.v1 Check (\"\" or favor.v1.Favor); "
+      "exit 0 only when SERVING\n"
+      "  models            every loaded model, as JSON\n"
+      "  model NAME        one model, as JSON\n"
+      "  embed [IDS...]    embeddings as JSON; each argument is one input "
+      "(ids separated by commas or spaces), else --input_file, else JSON "
+      "lines on stdin\n"
+      "  attend            attention on random (or --*_file) Q, K, V of "
+      "--shape; prints a summary, --output_file writes the output\n"
+      "Exit code: the gRPC status code (0 OK, 3 INVALID_ARGUMENT, 5 "
+      "NOT_FOUND, 14 UNAVAILABLE, 16 UNAUTHENTICATED, ...); errors are one "
+      "line on stderr.");
+  absl::StatusOr<favor::cli::ParsedCommandLine> parsed =
+      favor::cli::ParseFlags(argc, argv);
+  if (!parsed.ok()) {
+    return favor::cli::ReportAndExitCode(kProgram, parsed.status());
+  }
+  if (parsed->help) {
+    std::printf("%s", favor::cli::FlagsUsage("client/cli/main.cc").c_str());
+    return 0;
+  }
+  return favor::cli::ReportAndExitCode(kProgram, Run(parsed->positional));
+}

@@ -1,0 +1,75 @@
+// A minimal favor::Client program: checks the server's health, prints its
+// default model, embeds two token id sequences (blocking), then the same
+// two again asynchronously through a future and over an EmbedStream.
+//
+//   favor_client_example [host:port] [bearer-token]
+//
+// The token ids are framed for a BERT-style vocabulary ([CLS] ... [SEP]);
+// ids at or above the model's vocab_size are refused with INVALID_ARGUMENT.
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "favor/client.h"
+
+int main(int argc, char** argv) {
+  favor::ClientOptions options;
+  options.endpoints = {argc > 1 ? argv[1] : "localhost:50051"};
+  if (argc > 2) options.bearer_token = argv[2];
+  options.default_timeout = absl::Seconds(10);
+  absl::StatusOr<std::unique_ptr<favor::Client>> client =
+      favor::Client::Create(options);
+  if (!client.ok()) {
+    std::fprintf(stderr, "%s\n", client.status().ToString().c_str());
+    return 1;
+  }
+
+  absl::StatusOr<favor::ServingStatus> health = (*client)->CheckHealth();
+  std::printf("health: %s\n", health.ok() ? favor::ServingStatusName(*health)
+                                          : health.status().ToString().c_str());
+
+  absl::StatusOr<favor::ModelInfo> model = (*client)->GetModel();
+  if (!model.ok()) {
+    std::fprintf(stderr, "GetModel: %s\n", model.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("model %s: vocab %lld, hidden %lld, attention %s\n",
+              model->name.c_str(),
+              static_cast<long long>(model->config.vocab_size),
+              static_cast<long long>(model->config.hidden_size),
+              model->config.attention.kernel.c_str());
+
+  const std::vector<favor::TokenIds> inputs = {{101, 7592, 2088, 102},
+                                               {101, 2088, 102}};
+  // Blocking.
+  absl::StatusOr<favor::EmbedResult> result = (*client)->Embed(inputs);
+  if (!result.ok()) {
+    std::fprintf(stderr, "Embed: %s\n", result.status().ToString().c_str());
+    return 1;
+  }
+  for (size_t i = 0; i < result->embeddings.size(); ++i) {
+    const std::vector<float>& values = result->embeddings[i].values;
+    std::printf("input %zu: %zu values, first %f\n", i, values.size(),
+                values.empty() ? 0.0f : values[0]);
+  }
+
+  // Asynchronous, with a future.
+  auto future = (*client)->EmbedFuture(inputs);
+  std::printf("future: %s\n", future.get().ok() ? "OK" : "failed");
+
+  // Many in flight over one stream.
+  absl::StatusOr<std::unique_ptr<favor::EmbedStreamer>> stream =
+      (*client)->OpenEmbedStream();
+  if (!stream.ok()) return 1;
+  for (const favor::TokenIds& input : inputs) (void)(*stream)->Send({input});
+  (*stream)->CloseSend();
+  while (std::optional<favor::StreamedEmbedResult> answer = (*stream)->Next()) {
+    std::printf(
+        "stream answer %llu: %s\n", static_cast<unsigned long long>(answer->id),
+        answer->result.ok() ? "OK"
+                            : answer->result.status().ToString().c_str());
+  }
+  absl::Status finished = (*stream)->Finish();
+  std::printf("stream: %s\n", finished.ToString().c_str());
+  return finished.ok() ? 0 : 1;
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""favor-bench against a real favor-server (two small random models).
+
+Short runs of every mode (closed and open loop, unary and streaming, bounded
+by duration or by count), their --json reports parsed and checked: the
+counts add up, percentiles are ordered, no call failed (so token ids stayed
+below the vocabulary and lengths within the limits), throughput matches the
+counts, and the server's own view from /metrics agrees with the client's.
+Then bad usage: the gRPC code as exit status and one stderr line.
+
+Usage: bench_end_to_end_test.py FAVOR_BENCH FAVOR_SERVER FAVOR_MODEL FIXTURE_DIR
+"""
+import json
+import os
+import socket
+import sys
+import tempfile
+
+
+def bench(tool, server, args):
+    command = [tool, "--endpoint=" + server.endpoint, "--json"] + args
+    code, out, err = run(command, timeout=120)
+    assert code == 0, "%s: exit %d: %s" % (" ".join(command), code, err)
+    report = json.loads(out)
+    check_report(report, args)
+    return report
+
+
+def check_report(report, args):
+    requests = report["requests"]
+    assert requests["errors"] == {}, (args, requests)
+    assert requests["ok"] > 0, (args, report)
+    assert requests["total"] == requests["ok"] + sum(requests["errors"].values())
+    inputs_per_call = report["config"]["inputs_per_call"]
+    assert report["sequences"] == requests["ok"] * inputs_per_call, report
+    latency = report["latency_ms"]
+    assert latency["count"] == requests["ok"], (latency, requests)
+    order = [latency[k] for k in ("min", "p50", "p90", "p99", "p99_9", "max")]
+    assert order == sorted(order) and order[0] > 0, (args, latency)
+    assert latency["min"] <= latency["mean"] <= latency["max"], latency
+    seconds = report["measured_seconds"]
+    assert seconds > 0, report
+    throughput = report["throughput"]
+    for key, count in (("requests_per_second", requests["ok"]),
+                       ("sequences_per_second", report["sequences"]),
+                       ("tokens_per_second", report["tokens"])):
+        assert abs(throughput[key] * seconds - count) < 1e-6 * count + 1e-6, (
+            key, throughput, seconds, count)
+
+
+def check_server_view(report):
+    """The server counted what the client sent, and nothing else ran."""
+    server = report["server"]
+    assert server["queued_inputs"] == report["sequences"], (server, report)
+    assert server["tokens_processed"] == report["tokens"], (server, report)
+    assert server["requests"] == report["requests"]["ok"], (server, report)
+    assert server["batches"] >= 1 and server["compute_ms_mean"] > 0, server
+    assert server["queue_ms_mean"] >= 0, server
+    assert 1 <= server["batch_size_mean"] <= report["sequences"], server
+    # Time on the server never exceeds the time the client waited.
+    mean_latency = report["latency_ms"]["mean"]
+    assert server["request_ms_mean"] <= mean_latency + 1e-3, (server, mean_latency)
+
+
+def check_closed_loop(tool, server):
+    report = bench(tool, server, [
+        "--concurrency=2", "--lengths=uniform:4:40", "--duration=1s",
+        "--warmup=300ms", "--metrics_address=" + server.metrics_address])
+    assert report["config"]["mode"] == "closed_loop", report["config"]
+    assert report["config"]["concurrency"] == 2, report["config"]
+    assert report["warmup_calls"] > 0, report
+    assert 4 * report["sequences"] <= report["tokens"] <= 40 * report["sequences"]
+    assert 0.9 < report["measured_seconds"] < 5, report["measured_seconds"]
+    check_server_view(report)
+
+
+def check_count_bounded_streaming(tool, server):
+    report = bench(tool, server, [
+        "--streaming", "--concurrency=4", "--requests=40", "--duration=0",
+        "--inputs_per_call=3", "--lengths=fixed:16", "--warmup=0",
+        "--metrics_address=" + server.metrics_address])
+    assert report["requests"]["total"] == 40, report["requests"]
+    assert report["sequences"] == 120 and report["tokens"] == 120 * 16, report
+    assert report["warmup_calls"] == 0, report
+    check_server_view(report)
+
+
+def check_open_loop(tool, server):
+    for transport in ([], ["--streaming"]):
+        report = bench(tool, server, [
+            "--request_rate=100", "--lengths=lognormal:16:0.5", "--duration=1s",
+            "--warmup=200ms", "--seed=3"] + transport)
+        config = report["config"]
+        assert config["mode"] == "open_loop", config
+        assert config["request_rate_per_second"] == 100, config
+        assert config["streaming"] == bool(transport), config
+        # Poisson(100) calls in one second: far inside [50, 160].
+        assert 50 <= report["requests"]["total"] <= 160, report["requests"]
+
+
+def check_vocabulary_and_limits(tool, server):
+    """tiny has 50 ids and at most 64 tokens per input: every draw of a
+    log-normal with median 1000 is capped at 64, every id stays below 50, and
+    the server refuses none."""
+    report = bench(tool, server, [
+        "--model=tiny", "--concurrency=2", "--lengths=lognormal:1000:0.5",
+        "--requests=30", "--duration=0", "--warmup=0", "--inputs_per_call=2"])
+    assert report["model"] == "tiny", report["model"]
+    assert report["config"]["lengths"] == "lognormal:1000:0.5,max=64", report
+    assert report["tokens"] == 64 * report["sequences"], report
+
+
+def check_text_report(tool, server):
+    code, out, err = run([tool, "--endpoint=" + server.endpoint, "--requests=5",
+                          "--duration=0", "--warmup=0", "--lengths=fixed:8",
+                          "--metrics_address=" + server.metrics_address])
+    assert code == 0, err
+    for needle in ("model small: closed loop, concurrency 1, unary",
+                   "calls: 5 (5 ok, 0 failed)", "throughput:", "p99.9",
+                   "server: queue"):
+        assert needle in out, (needle, out)
+
+
+def check_bad_usage(tool, server, tmp):
+    endpoint = "--endpoint=" + server.endpoint
+    expect_error([tool, endpoint, "--lengths=fixed:0"], 3,
+                 "favor-bench: INVALID_ARGUMENT: length distribution 'fixed:0'")
+    expect_error([tool, endpoint, "--model=tiny", "--lengths=fixed:65"], 3,
+                 "max_tokens_per_input")
+    expect_error([tool, endpoint, "--inputs_per_call=0"], 3, "--inputs_per_call=0")
+    expect_error([tool, endpoint, "--duration=0", "--requests=0"], 3,
+                 "duration or a request count")
+    expect_error([tool, endpoint, "--concurrency=0"], 3, "concurrency")
+    expect_error([tool, endpoint, "--model=nope"], 5, "nope")
+    expect_error([tool, endpoint, "--duration=forever"], 3,
+                 "bad value 'forever' for --duration")
+    expect_error([tool, endpoint, "extra"], 3, "unexpected argument 'extra'")
+    expect_error([tool, endpoint, "--requests=1", "--metrics_address=nohost"], 3,
+                 "HOST:PORT")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    expect_error([tool, "--endpoint=127.0.0.1:%d" % closed], 14,
+                 "favor-bench: UNAVAILABLE")
+    expect_error([tool, endpoint, "--requests=1", "--warmup=0",
+                  "--metrics_address=127.0.0.1:%d" % closed], 14,
+                 "cannot connect")
+    code, out, _ = run([tool, "--help"])
+    assert code == 0 and "--request_rate" in out and "--lengths" in out, out
+
+
+def main():
+    tool, binary, favor_model, fixture_dir = sys.argv[1:5]
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+    sys.path.insert(0, fixture_dir)
+    global run, expect_error
+    from favor_server_fixture import FavorServer, expect_error, make_models, run
+    with tempfile.TemporaryDirectory() as tmp:
+        repository = os.path.join(tmp, "models")
+        make_models(favor_model, repository)
+        server = FavorServer(binary, repository, os.path.join(tmp, "server.log"))
+        try:
+            check_closed_loop(tool, server)
+            check_count_bounded_streaming(tool, server)
+            check_open_loop(tool, server)
+            check_vocabulary_and_limits(tool, server)
+            check_text_report(tool, server)
+            check_bad_usage(tool, server, tmp)
+        except BaseException:
+            print(server.log()[-5000:])
+            raise
+        finally:
+            server.stop()
+    print("favor-bench end-to-end test: OK")
+
+
+if __name__ == "__main__":
+    main()

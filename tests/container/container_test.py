@@ -1,0 +1,394 @@
+#!/usr/bin/python3
+"""The container image, built and run for real (ctest label `container`).
+
+Builds the repository's Dockerfile with podman (chroot isolation, cgroupfs,
+never pulling: docs/container.md), on a local debian:bookworm-slim made with
+debootstrap when podman has none. Then, from the image's own configuration
+(Config.User, Env, Entrypoint, Healthcheck, ExposedPorts), runs its entry
+point by chroot as the image's user, the way a container engine would but
+without one (`podman run` cannot work in this sandbox), and checks:
+  - the HEALTHCHECK command, run in the image as its user, fails while no
+    server runs and succeeds once the server is SERVING;
+  - favor-cli from the build tree (outside the image) sees SERVING and gets
+    an Embed answer from the default model;
+  - the server process runs as the unprivileged user of the image, listens
+    on 0.0.0.0 (gRPC and /metrics) on the ports given as FLAGS_port (the
+    environment) and --metrics_port (an argument, which must win over
+    FLAGS_metrics_port), and has OpenBLAS's pthread build mapped as the BLAS
+    of LibTorch (not the reference BLAS);
+  - /metrics answers; SIGTERM ends it with exit code 0.
+It reports the image's size and the build time (cold or warm ccache).
+
+Exit 77 (ctest SKIP) only when podman itself cannot work here (no podman,
+not root, `podman info` fails, it cannot import and mount an image, or it
+cannot run `RUN true` on the base image); a Dockerfile that fails to build, a missing
+debootstrap, or any failed check is a failure.
+
+Usage: container_test.py SOURCE_DIR FAVOR_CLI WORK_DIR [IMAGE_TAG]
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SKIP = 77
+BASE_IMAGE = "docker.io/library/debian:bookworm-slim"
+PODMAN = ["podman", "--cgroup-manager=cgroupfs"]
+
+
+def log(message):
+    print(f"container_test: {message}", flush=True)
+
+
+def fail(message):
+    log(f"FAILED: {message}")
+    sys.exit(1)
+
+
+def skip(message):
+    log(f"SKIPPED: {message}")
+    sys.exit(SKIP)
+
+
+def probe_podman():
+    if shutil.which("podman") is None:
+        skip("podman is not installed (scripts/install-deps.sh installs it)")
+    if os.geteuid() != 0:
+        skip("needs root: the image is run with `podman image mount` and chroot")
+    info = subprocess.run(PODMAN + ["info", "--format", "{{.Store.GraphDriverName}}"],
+                          capture_output=True, text=True)
+    if info.returncode != 0:
+        skip("`podman info` fails here, podman cannot work: " +
+             (info.stderr.strip() or info.stdout.strip()))
+    # Its storage: an image made from a one-file tar, mounted, removed.
+    probe_tag = f"localhost/favor-probe:{os.getpid()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "probe"), "w") as f:
+            f.write("probe\n")
+        tar = subprocess.run(["tar", "-C", tmp, "-c", "probe"], capture_output=True)
+        imported = subprocess.run(PODMAN + ["import", "-", probe_tag], input=tar.stdout,
+                                  capture_output=True)
+        if imported.returncode != 0:
+            skip("podman cannot store an image here (`podman import` fails): " +
+                 imported.stderr.decode(errors="replace").strip())
+        mounted = subprocess.run(PODMAN + ["image", "mount", probe_tag],
+                                 capture_output=True, text=True)
+        ok = mounted.returncode == 0 and os.path.isfile(
+            os.path.join(mounted.stdout.strip(), "probe"))
+        subprocess.run(PODMAN + ["image", "unmount", probe_tag], capture_output=True)
+        subprocess.run(PODMAN + ["rmi", probe_tag], capture_output=True)
+        if not ok:
+            skip("podman cannot mount an image here (`podman image mount` fails): " +
+                 mounted.stderr.strip())
+    log(f"podman works (storage driver {info.stdout.strip()}, import and image mount)")
+
+
+def probe_build_steps():
+    """A RUN step on the base image, with the Dockerfile's isolation: when
+    even that fails, podman cannot build here, whatever the Dockerfile."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "Dockerfile"), "w") as f:
+            f.write(f"FROM {BASE_IMAGE}\nRUN true\n")
+        run = subprocess.run(PODMAN + ["build", "--pull=never", "--isolation=chroot",
+                                       "--layers=false", "-q", tmp],
+                             capture_output=True, text=True)
+    if run.returncode != 0:
+        skip("podman cannot run a build step here (`RUN true` on the base image "
+             "fails): " + (run.stderr.strip() or run.stdout.strip())[-2000:])
+    subprocess.run(PODMAN + ["rmi", run.stdout.strip().splitlines()[-1]], capture_output=True)
+
+
+def ensure_base_image():
+    if subprocess.run(PODMAN + ["image", "exists", BASE_IMAGE]).returncode == 0:
+        log(f"base image {BASE_IMAGE} present")
+        return
+    if shutil.which("debootstrap") is None:
+        fail(f"podman has no {BASE_IMAGE} and debootstrap, which makes it, is "
+             "not installed (scripts/install-deps.sh installs it)")
+    log(f"making {BASE_IMAGE} with debootstrap (minbase, bookworm)")
+    start = time.monotonic()
+    rootfs = tempfile.mkdtemp(prefix="favor-rootfs-", dir="/var/tmp")
+    try:
+        run = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", rootfs],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            fail("debootstrap failed:\n" + run.stdout[-3000:] + run.stderr[-3000:])
+        # What debian:bookworm-slim leaves out, so that sizes compare.
+        for path in ("usr/share/doc", "usr/share/man", "usr/share/info",
+                     "usr/share/locale", "var/lib/apt/lists", "var/cache/apt"):
+            shutil.rmtree(os.path.join(rootfs, path), ignore_errors=True)
+        tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        imported = subprocess.run(PODMAN + ["import", "-", BASE_IMAGE],
+                                  stdin=tar.stdout, capture_output=True, text=True)
+        tar.stdout.close()
+        if tar.wait() != 0 or imported.returncode != 0:
+            fail("podman import of the debootstrapped base failed: " + imported.stderr)
+    finally:
+        shutil.rmtree(rootfs, ignore_errors=True)
+    log(f"base image made in {time.monotonic() - start:.0f} s")
+
+
+def image_id(tag):
+    run = subprocess.run(PODMAN + ["image", "inspect", "--format", "{{.Id}}", tag],
+                         capture_output=True, text=True)
+    return run.stdout.strip() if run.returncode == 0 else None
+
+
+def build_image(source_dir, work_dir, tag):
+    previous = image_id(tag)
+    build_log = os.path.join(work_dir, "image-build.log")
+    log(f"building {tag} from {source_dir}/Dockerfile (log: {build_log})")
+    start = time.monotonic()
+    with open(build_log, "w") as out:
+        run = subprocess.run(
+            PODMAN + ["build", "--pull=never", "--isolation=chroot", "--format", "docker",
+                      "-t", tag, "-f", os.path.join(source_dir, "Dockerfile"), source_dir],
+            stdout=out, stderr=subprocess.STDOUT)
+    seconds = time.monotonic() - start
+    with open(build_log) as f:
+        text = f.read()
+    if run.returncode != 0:
+        fail(f"podman build failed (exit {run.returncode}) after {seconds:.0f} s; "
+             f"the end of {build_log}:\n{text[-6000:]}")
+    current = image_id(tag)
+    # ccache's statistics (the build stage prints them) tell a cold build from
+    # a warm one; a build step taken from podman's layer cache prints none.
+    stats = "; ".join(line.strip() for line in re.findall(
+        r"^\s*(?:Cacheable calls|Hits|Misses):.*$", text, re.M)) or "compile step cached"
+    log(f"image built in {seconds:.0f} s (ccache: {stats})")
+    if previous and previous != current:
+        # The image this tag named before; its build-stage layers stay cached.
+        subprocess.run(PODMAN + ["rmi", previous], capture_output=True)
+    return current
+
+
+def inspect(tag):
+    run = subprocess.run(PODMAN + ["image", "inspect", tag], capture_output=True, text=True)
+    if run.returncode != 0:
+        fail("podman image inspect failed: " + run.stderr)
+    return json.loads(run.stdout)[0]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def passwd_entry(mnt, user):
+    with open(os.path.join(mnt, "etc/passwd")) as f:
+        for line in f:
+            fields = line.strip().split(":")
+            if fields[0] == user or fields[2] == user:
+                return fields[0], int(fields[2]), int(fields[3])
+    fail(f"user {user!r} of the image is not in its /etc/passwd")
+
+
+def in_image(mnt, uid, gid, env, argv):
+    """argv run in the image's filesystem as uid:gid with exactly env, with
+    /dev, /proc and /sys as a container has them (mounted in a private
+    mount namespace, so nothing is left mounted when it ends)."""
+    script = ('set -e; m="$1"; shift; mount --rbind /dev "$m/dev"; '
+              'mount --rbind /proc "$m/proc"; mount --rbind /sys "$m/sys"; '
+              'exec chroot "--userspec=$0" "$m" "$@"')
+    return (["unshare", "--mount", "--propagation", "private", "--",
+             "/bin/sh", "-c", script, f"{uid}:{gid}", mnt, "/usr/bin/env", "-i"] +
+            [f"{k}={v}" for k, v in env.items()] + argv)
+
+
+def healthcheck_argv(image):
+    # podman's inspect puts it beside Config; docker's inside it.
+    check = image.get("Healthcheck") or image["Config"].get("Healthcheck") or {}
+    test = check.get("Test") or []
+    if not test or test[0] not in ("CMD", "CMD-SHELL"):
+        fail(f"the image has no HEALTHCHECK command (Healthcheck: {check}); "
+             "was it built with --format docker?")
+    if test[0] == "CMD-SHELL":
+        return ["/bin/sh", "-c", test[1]]
+    return test[1:]
+
+
+def listening_on_any(pid, port):
+    """True when the process's network namespace has a LISTEN socket on the
+    wildcard address at port: 0.0.0.0 (tcp), or :: (tcp6, where gRPC puts
+    its dual-stack socket for 0.0.0.0)."""
+    for table, wildcard in (("tcp", "0" * 8), ("tcp6", "0" * 32)):
+        with open(f"/proc/{pid}/net/{table}") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[1] == f"{wildcard}:{port:04X}" and fields[3] == "0A":
+                    return True
+    return False
+
+
+def main():
+    if len(sys.argv) not in (4, 5):
+        fail(__doc__)
+    source_dir, favor_cli, work_dir = sys.argv[1:4]
+    tag = sys.argv[4] if len(sys.argv) == 5 else "localhost/favor:ctest"
+    os.makedirs(work_dir, exist_ok=True)
+    probe_podman()
+    ensure_base_image()
+    probe_build_steps()
+    build_image(source_dir, work_dir, tag)
+
+    image = inspect(tag)
+    config = image["Config"]
+    size_mb = image["Size"] / 1e6
+    base_mb = inspect(BASE_IMAGE)["Size"] / 1e6
+    log(f"image size: {size_mb:.0f} MB ({base_mb:.0f} MB of it the base image)")
+    user = config.get("User") or ""
+    if user in ("", "root", "0") or user.startswith("0:"):
+        fail(f"the image runs as {user or 'root'}: it must name an unprivileged user")
+    ports = set((config.get("ExposedPorts") or {}).keys())
+    if not {"50051/tcp", "9464/tcp"} <= ports:
+        fail(f"the image exposes {sorted(ports)}, not 50051/tcp and 9464/tcp")
+    entrypoint = (config.get("Entrypoint") or []) + (config.get("Cmd") or [])
+    if not entrypoint:
+        fail("the image has no Entrypoint or Cmd")
+    health = healthcheck_argv(image)
+    env = dict(item.split("=", 1) for item in config.get("Env") or [])
+    log(f"user {user}, entrypoint {entrypoint}, healthcheck {health}, env {env}")
+
+    mnt = subprocess.run(PODMAN + ["image", "mount", tag], capture_output=True,
+                         text=True)
+    if mnt.returncode != 0:
+        fail("podman image mount failed: " + mnt.stderr)
+    mnt = mnt.stdout.strip()
+    server = None
+    try:
+        name, uid, gid = passwd_entry(mnt, user.split(":")[0])
+        if ":" in user:
+            gid = int(user.split(":")[1])
+        if uid == 0:
+            fail(f"the image's user {name} has uid 0")
+        port, metrics_port, decoy_port = free_port(), free_port(), free_port()
+        # Ports through the environment, as `podman run -e` would give them
+        # (the entry point's FLAGS_* -> --fromenv), and one flag both ways:
+        # the argument must win over the environment.
+        env.update(FLAGS_port=str(port), FLAGS_metrics_port=str(decoy_port))
+        entrypoint = entrypoint + [f"--metrics_port={metrics_port}"]
+
+        probe = subprocess.run(in_image(mnt, uid, gid, env, health),
+                               capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0:
+            fail(f"the HEALTHCHECK passes with no server on port {port}: it checks nothing")
+        log(f"HEALTHCHECK with no server: exit {probe.returncode} "
+            f"({(probe.stderr or probe.stdout).strip()[:200]})")
+
+        server_log = os.path.join(work_dir, "server.log")
+        log(f"starting the image's entry point as {name} (uid {uid}); log: {server_log}")
+        with open(server_log, "w") as out:
+            server = subprocess.Popen(in_image(mnt, uid, gid, env, entrypoint),
+                                      stdout=out, stderr=subprocess.STDOUT)
+        start = time.monotonic()
+        target = f"127.0.0.1:{port}"
+        while True:
+            if server.poll() is not None:
+                with open(server_log) as f:
+                    fail(f"the server exited with {server.returncode} during start-up:\n"
+                         + f.read()[-4000:])
+            if time.monotonic() - start > 240:
+                fail("not SERVING after 240 s")
+            check = subprocess.run([favor_cli, f"--endpoint={target}", "health"],
+                                   capture_output=True, text=True, timeout=60)
+            if check.returncode == 0:
+                break
+            time.sleep(1)
+        log(f"SERVING after {time.monotonic() - start:.1f} s "
+            f"(favor-cli health: {check.stdout.strip()[:200]})")
+
+        pid = server.pid
+        exe = os.readlink(f"/proc/{pid}/exe")
+        if not exe.endswith("/usr/local/bin/favor-server"):
+            fail(f"the process on the entry point is {exe}, not favor-server")
+        with open(f"/proc/{pid}/status") as f:
+            uids = re.search(r"^Uid:\s+(\d+)\s+(\d+)", f.read(), re.M)
+        if (int(uids.group(1)), int(uids.group(2))) != (uid, uid):
+            fail(f"favor-server runs as uid {uids.group(1)}/{uids.group(2)}, not {uid}")
+        log(f"favor-server (pid {pid}) runs as uid {uid} ({name}), not root")
+        with open(f"/proc/{pid}/maps") as f:
+            maps = {line.split()[-1] for line in f if "/" in line}
+        blas = sorted(os.path.relpath(p, mnt) for p in maps
+                      if "blas" in p.lower() or "lapack" in p.lower())
+        if not any("openblas-pthread/" in p for p in blas) or \
+                any(re.search(r"/blas/libblas\.so", p) for p in blas):
+            fail(f"LibTorch's BLAS in the image is not OpenBLAS pthread: {blas}")
+        if not any(p.startswith(mnt) for p in maps if "libtorch_cpu" in p):
+            fail("libtorch_cpu is not loaded from the image")
+        log(f"BLAS mapped in favor-server: {blas}")
+        for p, what in ((port, "gRPC (FLAGS_port)"),
+                        (metrics_port, "/metrics (--metrics_port argument)")):
+            if not listening_on_any(pid, p):
+                fail(f"{what} does not listen on 0.0.0.0:{p}")
+        if listening_on_any(pid, decoy_port):
+            fail("/metrics listens on FLAGS_metrics_port: the argument "
+                 "--metrics_port should have won over the environment")
+        log(f"gRPC on 0.0.0.0:{port} (FLAGS_port), /metrics on 0.0.0.0:{metrics_port} "
+            f"(argument, over FLAGS_metrics_port={decoy_port})")
+
+        check = subprocess.run(in_image(mnt, uid, gid, env, health),
+                               capture_output=True, text=True, timeout=60)
+        if check.returncode != 0:
+            fail(f"the HEALTHCHECK fails against the SERVING server (exit "
+                 f"{check.returncode}): {check.stdout}{check.stderr}")
+        log(f"HEALTHCHECK in the image as {name}: exit 0 ({check.stdout.strip()[:200]})")
+
+        embed = subprocess.run([favor_cli, f"--endpoint={target}", "embed",
+                                "101,7592,2088,102", "101,2023,102"],
+                               capture_output=True, text=True, timeout=120)
+        if embed.returncode != 0:
+            fail(f"favor-cli embed failed (exit {embed.returncode}): {embed.stderr}")
+        check_embed_output(embed.stdout)
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                    timeout=10) as response:
+            body = response.read().decode()
+        if "favor_" not in body:
+            fail("/metrics has no favor_ metric")
+        log(f"/metrics: {len(body)} bytes")
+
+        server.send_signal(signal.SIGTERM)
+        try:
+            code = server.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            fail("favor-server did not exit within 90 s of SIGTERM")
+        if code != 0:
+            fail(f"favor-server exited with {code} after SIGTERM")
+        server = None
+        log("SIGTERM: favor-server exited 0")
+    finally:
+        if server is not None and server.poll() is None:
+            server.kill()
+            server.wait()
+        subprocess.run(PODMAN + ["image", "unmount", tag], capture_output=True)
+    log(f"PASSED (image {tag}, {size_mb:.0f} MB)")
+
+
+def check_embed_output(text):
+    """Two embeddings of the default model (256 floats each, L2-normalised)."""
+    try:
+        embeddings = json.loads(text)["embeddings"]
+        vectors = [e["values"] for e in embeddings]
+    except (ValueError, KeyError, TypeError) as e:
+        fail(f"favor-cli embed printed no embeddings ({e}):\n{text[:2000]}")
+    if len(vectors) != 2 or any(len(v) != 256 for v in vectors):
+        fail(f"favor-cli embed did not print two 256-float embeddings:\n{text[:2000]}")
+    for v in vectors:
+        norm = sum(x * x for x in v) ** 0.5
+        if abs(norm - 1.0) > 1e-3:
+            fail(f"an embedding has norm {norm}, not 1 (the default model L2-normalises)")
+    if vectors[0] == vectors[1]:
+        fail("two different inputs got the same embedding")
+    log("Embed from favor-cli outside the image: 2 embeddings of 256 floats, norm 1")
+
+
+if __name__ == "__main__":
+    main()
