@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test serve bench format clean
+.PHONY: deps configure build test serve bench image format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -25,6 +25,14 @@ serve: build
 bench: build
 	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/attention_bench --benchmark_repetitions=5 --benchmark_display_aggregates_only=true
 	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/model_bench --benchmark_repetitions=3
+
+# The container image (Dockerfile; docs/container.md), with podman (which
+# make deps installs) or: docker build -t favor . In a sandbox without
+# cgroups: make image PODMAN_FLAGS="--cgroup-manager=cgroupfs" IMAGE_FLAGS="--isolation=chroot"
+PODMAN_FLAGS ?=
+IMAGE_FLAGS ?=
+image:
+	@podman $(PODMAN_FLAGS) build --format docker $(IMAGE_FLAGS) -t favor .
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

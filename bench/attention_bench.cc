@@ -288,7 +288,21 @@ void PrintTargets() {
 }  // namespace favor::attention
 
 int main(int argc, char** argv) {
-  favor::attention::ConfigureCpuParallelism({});
+  // --threads=N (default: one per core) is ours; the rest is Google
+  // Benchmark's.
+  favor::attention::CpuParallelismOptions parallelism;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--threads=", 0) == 0) {
+      parallelism.num_threads = std::atoi(arg.c_str() + 10);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  std::printf("threads: %d\n",
+              favor::attention::ConfigureCpuParallelism(parallelism));
   benchmark::Initialize(&argc, argv);
   favor::attention::SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
