@@ -19,6 +19,7 @@
 #include <string>
 
 #include "server/attention/attention.h"
+#include "server/attention/cpu_allocator.h"
 #include "server/attention/parallelism.h"
 #include "server/attention/projection.h"
 
@@ -288,21 +289,29 @@ void PrintTargets() {
 }  // namespace favor::attention
 
 int main(int argc, char** argv) {
-  // --threads=N (default: one per core) is ours; the rest is Google
-  // Benchmark's.
+  // --threads=N (default: one per core) and --huge_pages=0 (default 1, as
+  // favor-server) are ours; the rest is Google Benchmark's.
   favor::attention::CpuParallelismOptions parallelism;
+  bool huge_pages = true;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--threads=", 0) == 0) {
       parallelism.num_threads = std::atoi(arg.c_str() + 10);
+    } else if (arg.rfind("--huge_pages=", 0) == 0) {
+      huge_pages = std::atoi(arg.c_str() + 13) != 0;
     } else {
       argv[kept++] = argv[i];
     }
   }
   argc = kept;
-  std::printf("threads: %d\n",
-              favor::attention::ConfigureCpuParallelism(parallelism));
+  const int threads = favor::attention::ConfigureCpuParallelism(parallelism);
+  if (huge_pages) {
+    huge_pages = favor::attention::InstallHugePageCpuAllocator() ==
+                 favor::attention::HugePageAllocatorState::kInstalled;
+  }
+  std::printf("threads: %d, large tensors on huge pages: %s\n", threads,
+              huge_pages ? "yes" : "no");
   benchmark::Initialize(&argc, argv);
   favor::attention::SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

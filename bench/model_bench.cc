@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/attention/cpu_allocator.h"
 #include "server/attention/parallelism.h"
 #include "server/model/model.h"
 #include "server/model/random_model.h"
@@ -194,7 +195,10 @@ int main(int argc, char** argv) {
   using favor::model::Register;
   const int threads =
       favor::attention::ConfigureCpuParallelism({TakeOwnFlags(argc, argv)});
-  std::printf("model_bench: %d threads\n", threads);
+  const bool huge_pages = favor::attention::InstallHugePageCpuAllocator() ==
+                          favor::attention::HugePageAllocatorState::kInstalled;
+  std::printf("model_bench: %d threads, large tensors on huge pages: %s\n",
+              threads, huge_pages ? "yes" : "no");
   for (const int64_t length : {512, 4096, 32768, 262144}) {
     // Long runs take seconds per pass: one pass each.
     Register(Kernel::kFavorPositive, 1, length, length >= 32768 ? 1 : 0);

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/attention/cpu_allocator.h"
 #include "server/attention/parallelism.h"
 #include "server/model/model.h"
 #include "tests/service/test_server.h"
@@ -155,6 +156,7 @@ int main(int argc, char** argv) {
   using namespace favor;
   const double seconds = argc > 1 ? std::atof(argv[1]) : 8.0;
   attention::ConfigureCpuParallelism({});
+  attention::InstallHugePageCpuAllocator();
   auto model = model::Model::Load(FAVOR_DEFAULT_MODEL_DIR);
   if (!model.ok()) {
     std::fprintf(stderr, "service_bench: %s\n",

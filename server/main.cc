@@ -39,6 +39,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/attention/cpu_allocator.h"
 #include "server/attention/kernel.h"
 #include "server/attention/parallelism.h"
 #include "server/batching/batcher.h"
@@ -374,7 +375,10 @@ absl::Status Run() {
   favor::attention::CpuParallelismOptions parallelism;
   parallelism.num_threads = absl::GetFlag(FLAGS_threads);
   const int threads = favor::attention::ConfigureCpuParallelism(parallelism);
+  const bool huge_pages = favor::attention::InstallHugePageCpuAllocator() ==
+                          favor::attention::HugePageAllocatorState::kInstalled;
   LOG(INFO) << "event=start threads=" << threads
+            << " huge_pages=" << (huge_pages ? "on" : "off")
             << " model_repository=" << absl::GetFlag(FLAGS_model_repository)
             << " device=" << absl::GetFlag(FLAGS_device);
   ASSIGN_OR_RETURN(auto credentials, CredentialsFromFlags());

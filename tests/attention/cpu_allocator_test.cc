@@ -1,0 +1,109 @@
+#include "server/attention/cpu_allocator.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace favor::attention {
+namespace {
+
+constexpr uintptr_t kHugePageBytes = uintptr_t{2} << 20;
+
+// Installs the allocator once for the whole test binary (it is
+// process-wide); the tests below need transparent huge pages, which every
+// Linux machine of this project has ("madvise").
+class CpuAllocatorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { state_ = InstallHugePageCpuAllocator({}); }
+  void SetUp() override {
+    ASSERT_NE(state_, HugePageAllocatorState::kUnavailable)
+        << "transparent huge pages are off on this machine "
+           "(/sys/kernel/mm/transparent_hugepage/enabled)";
+  }
+  static inline HugePageAllocatorState state_ =
+      HugePageAllocatorState::kUnavailable;
+};
+
+// The /proc/self/smaps entry of the mapping holding `address`: its header
+// line, then its fields ("VmFlags: rd wr mr mw me ac hg ...").
+std::string SmapsEntry(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  std::string line, entry;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream header(line);
+    if (header >> std::hex >> begin >> dash >> end && dash == '-' &&
+        line.find(':') > line.find(' ')) {
+      if (inside) return entry;
+      inside = a >= begin && a < end;
+    }
+    if (inside) entry += line + "\n";
+  }
+  return entry;
+}
+
+TEST_F(CpuAllocatorTest, SecondInstallIsANoOp) {
+  EXPECT_EQ(InstallHugePageCpuAllocator({}),
+            HugePageAllocatorState::kAlreadyInstalled);
+}
+
+TEST_F(CpuAllocatorTest, LargeTensorsAreAlignedHugePageMappings) {
+  const at::Tensor big = at::empty({16 << 20 >> 2}, at::kFloat);  // 16 MiB
+  const uintptr_t address = reinterpret_cast<uintptr_t>(big.data_ptr());
+  EXPECT_EQ(address % kHugePageBytes, 0u);
+  const std::string entry = SmapsEntry(big.data_ptr());
+  ASSERT_FALSE(entry.empty());
+  // "hg": the mapping has MADV_HUGEPAGE.
+  EXPECT_NE(entry.find("VmFlags:"), std::string::npos) << entry;
+  EXPECT_NE(entry.substr(entry.find("VmFlags:")).find(" hg"), std::string::npos)
+      << entry;
+}
+
+TEST_F(CpuAllocatorTest, LargeAndSmallTensorsComputeCorrectly) {
+  for (const int64_t n : {int64_t{3}, int64_t{1} << 10, int64_t{3} << 20}) {
+    const at::Tensor a = at::arange(n, at::kDouble);
+    const at::Tensor b = a * 2 + 1;
+    // Σ (2i + 1) for i < n is n².
+    EXPECT_EQ(b.sum().item<double>(), static_cast<double>(n) * n) << n;
+  }
+}
+
+TEST_F(CpuAllocatorTest, FreedMappingsAreReturned) {
+  const auto mappings = [] {
+    std::ifstream maps("/proc/self/maps");
+    int count = 0;
+    std::string line;
+    while (std::getline(maps, line)) ++count;
+    return count;
+  };
+  { const at::Tensor warm = at::ones({8 << 20 >> 2}, at::kFloat); }
+  const int before = mappings();
+  for (int i = 0; i < 50; ++i) {
+    const at::Tensor t = at::ones({(8 << 20 >> 2) + i * 1024}, at::kFloat);
+    ASSERT_EQ(t.sum().item<float>(), static_cast<float>(t.numel()));
+  }
+  EXPECT_LE(mappings(), before + 2);
+}
+
+TEST_F(CpuAllocatorTest, RawAllocationsOfBothKindsRoundTrip) {
+  c10::Allocator* allocator = c10::GetCPUAllocator();
+  for (const size_t n : {size_t{64}, size_t{8} << 20}) {
+    void* p = allocator->raw_allocate(n);
+    ASSERT_NE(p, nullptr);
+    static_cast<char*>(p)[0] = 1;
+    static_cast<char*>(p)[n - 1] = 2;
+    allocator->raw_deallocate(p);
+  }
+}
+
+}  // namespace
+}  // namespace favor::attention
