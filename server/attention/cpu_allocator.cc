@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -39,12 +40,18 @@ std::string TransparentHugePageMode() {
 // kinds of block.
 class HugePageAllocator final : public c10::Allocator {
  public:
-  HugePageAllocator(c10::Allocator* fallback, uintptr_t min_bytes)
-      : fallback_(fallback), min_bytes_(min_bytes) {}
+  HugePageAllocator(c10::Allocator* fallback, uintptr_t min_bytes,
+                    uintptr_t max_cached_bytes)
+      : fallback_(fallback),
+        min_bytes_(min_bytes),
+        max_cached_bytes_(max_cached_bytes) {}
 
   c10::DataPtr allocate(size_t n) const override {
     if (n < min_bytes_) return fallback_->allocate(n);
     const uintptr_t length = RoundUp(n, kHugePageBytes);
+    if (void* reused = TakeCached(length)) {
+      return {reused, reused, &Free, c10::Device(c10::DeviceType::CPU)};
+    }
     // Map one huge page more than needed and trim to an aligned range.
     void* raw = mmap(nullptr, length + kHugePageBytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -61,8 +68,8 @@ class HugePageAllocator final : public c10::Allocator {
     // Best effort: without huge pages the block is still a valid mapping.
     madvise(data, length, MADV_HUGEPAGE);
     {
-      absl::MutexLock lock(&Instance()->mu_);
-      Instance()->mappings_[data] = length;
+      absl::MutexLock lock(&mu_);
+      mappings_[data] = length;
     }
     return {data, data, &Free, c10::Device(c10::DeviceType::CPU)};
   }
@@ -79,7 +86,36 @@ class HugePageAllocator final : public c10::Allocator {
     instance_ = allocator;
   }
 
+  // Unmaps every cached block; returns their bytes.
+  uintptr_t ReleaseCached() const {
+    std::multimap<uintptr_t, void*> released;
+    {
+      absl::MutexLock lock(&mu_);
+      released.swap(cached_);
+      cached_bytes_ = 0;
+    }
+    uintptr_t bytes = 0;
+    for (const auto& [length, data] : released) {
+      munmap(data, length);
+      bytes += length;
+    }
+    return bytes;
+  }
+
  private:
+  // A cached block of at least `length` bytes and at most twice that, now
+  // in use again; null when there is none.
+  void* TakeCached(uintptr_t length) const {
+    absl::MutexLock lock(&mu_);
+    const auto it = cached_.lower_bound(length);
+    if (it == cached_.end() || it->first > 2 * length) return nullptr;
+    void* data = it->second;
+    cached_bytes_ -= it->first;
+    mappings_[data] = it->first;
+    cached_.erase(it);
+    return data;
+  }
+
   static void Free(void* data) {
     HugePageAllocator* self = Instance();
     uintptr_t length = 0;
@@ -89,6 +125,11 @@ class HugePageAllocator final : public c10::Allocator {
       if (it != self->mappings_.end()) {
         length = it->second;
         self->mappings_.erase(it);
+        if (self->cached_bytes_ + length <= self->max_cached_bytes_) {
+          self->cached_.emplace(length, data);
+          self->cached_bytes_ += length;
+          return;
+        }
       }
     }
     if (length > 0) {
@@ -102,8 +143,13 @@ class HugePageAllocator final : public c10::Allocator {
 
   c10::Allocator* const fallback_;
   const uintptr_t min_bytes_;
+  const uintptr_t max_cached_bytes_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<void*, uintptr_t> mappings_ ABSL_GUARDED_BY(mu_);
+  // Blocks in use, by address: their mapped length.
+  mutable absl::flat_hash_map<void*, uintptr_t> mappings_ ABSL_GUARDED_BY(mu_);
+  // Freed blocks kept for reuse, by length.
+  mutable std::multimap<uintptr_t, void*> cached_ ABSL_GUARDED_BY(mu_);
+  mutable uintptr_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
@@ -129,10 +175,19 @@ HugePageAllocatorState InstallHugePageCpuAllocator(
       kHugePageBytes,
       static_cast<uintptr_t>(std::max<int64_t>(options.min_bytes, 0)));
   // Lives as long as the process: LibTorch keeps the pointer.
-  auto* allocator = new HugePageAllocator(fallback, min_bytes);
+  auto* allocator = new HugePageAllocator(
+      fallback, min_bytes,
+      static_cast<uintptr_t>(std::max<int64_t>(options.max_cached_bytes, 0)));
   HugePageAllocator::SetInstance(allocator);
   c10::SetCPUAllocator(allocator, /*priority=*/1);
   return HugePageAllocatorState::kInstalled;
+}
+
+int64_t ReleaseCachedHugePages() {
+  const HugePageAllocator* allocator = HugePageAllocator::Instance();
+  return allocator == nullptr
+             ? 0
+             : static_cast<int64_t>(allocator->ReleaseCached());
 }
 
 }  // namespace favor::attention

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -92,6 +93,49 @@ TEST_F(CpuAllocatorTest, FreedMappingsAreReturned) {
     ASSERT_EQ(t.sum().item<float>(), static_cast<float>(t.numel()));
   }
   EXPECT_LE(mappings(), before + 2);
+}
+
+TEST_F(CpuAllocatorTest, FreedBlocksAreReusedForSimilarSizes) {
+  at::Tensor first = at::empty({16 << 20 >> 2}, at::kFloat);  // 16 MiB
+  void* const address = first.data_ptr();
+  first.reset();
+  // 12 MiB fits the cached 16 MiB block (no more than twice its need).
+  const at::Tensor second = at::empty({12 << 20 >> 2}, at::kFloat);
+  EXPECT_EQ(second.data_ptr(), address);
+  // 4 MiB would waste three quarters of any cached block: a new mapping.
+  const at::Tensor third = at::empty({4 << 20 >> 2}, at::kFloat);
+  EXPECT_NE(third.data_ptr(), address);
+}
+
+// Resident anonymous memory of this process, in MiB.
+double ResidentMiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+  }
+  return -1;
+}
+
+// The default bound is 256 MiB: of three freed 120 MiB blocks two stay
+// cached (and resident), the third goes back to the kernel; releasing the
+// cache returns the other two.
+TEST_F(CpuAllocatorTest, TheCacheIsBoundedAndCanBeReleased) {
+  ReleaseCachedHugePages();  // what earlier tests left
+  const double before = ResidentMiB();
+  {
+    std::vector<at::Tensor> blocks;
+    for (int i = 0; i < 3; ++i) {
+      blocks.push_back(at::ones({120 << 20 >> 2}, at::kFloat));
+    }
+    EXPECT_GT(ResidentMiB() - before, 350);
+  }
+  const double cached = ResidentMiB() - before;
+  EXPECT_GT(cached, 230);
+  EXPECT_LT(cached, 260);
+  EXPECT_EQ(ReleaseCachedHugePages(), int64_t{240} << 20);
+  EXPECT_LT(ResidentMiB() - before, 20);
+  EXPECT_EQ(ReleaseCachedHugePages(), 0);
 }
 
 TEST_F(CpuAllocatorTest, RawAllocationsOfBothKindsRoundTrip) {
