@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "server/attention/attention.h"
 #include "server/attention/cpu_allocator.h"
@@ -61,13 +62,22 @@ double ResidentBytes(const char* field) {
   return 0;
 }
 
+// Back to single-threaded BLAS, as Favor runs it. OpenBLAS's worker threads
+// keep spinning (sched_yield) for about 2^28 cycles after their last job,
+// 0.1 s here: on a 2-core machine that spinning would steal a core from the
+// next benchmark's first iterations. Wait until they sleep.
+void SingleThreadedBlasAgain() {
+  SetBlasThreads(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+}
+
 void Sgemm(benchmark::State& state) {
   const int64_t n = state.range(0);
   const at::Tensor a = at::randn({n, n}), b = at::randn({n, n});
   at::Tensor c = at::empty({n, n});
   SetBlasThreads(at::get_num_threads());  // BLAS at its best, all cores
   for (auto _ : state) at::mm_out(c, a, b);
-  SetBlasThreads(1);
+  SingleThreadedBlasAgain();
   const double flops = 2.0 * n * n * n;
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate,
@@ -88,7 +98,7 @@ double SgemmRateNow(int repeats) {
                               std::chrono::steady_clock::now() - start)
                               .count());
   }
-  SetBlasThreads(1);
+  SingleThreadedBlasAgain();
   return 2.0 * 2048 * 2048 * 2048 / best;
 }
 
