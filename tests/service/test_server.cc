@@ -1,6 +1,7 @@
 #include "tests/service/test_server.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "server/model/model_config.h"
 #include "server/model/random_model.h"
@@ -22,13 +23,16 @@ FakeModel::FakeModel(std::string name, int64_t vocab_size,
 absl::StatusOr<model::Embeddings> FakeModel::Embed(
     absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
     const model::EmbedOptions& options) const {
+  absl::Duration cost;
   {
     absl::MutexLock lock(&mu_);
     ++calls_;
     sequences_ += static_cast<int64_t>(offsets.size()) - 1;
     mu_.Await(absl::Condition(
         +[](bool* held) { return !*held; }, const_cast<bool*>(&held_)));
+    cost = cost_per_call_;
   }
+  if (cost > absl::ZeroDuration()) absl::SleepFor(cost);
   for (int32_t id : token_ids) {
     if (id == 99) return absl::InternalError("c10::Error: fake failure");
   }
@@ -64,6 +68,11 @@ void FakeModel::Hold() {
 void FakeModel::Release() {
   absl::MutexLock lock(&mu_);
   held_ = false;
+}
+
+void FakeModel::SetCostPerCall(absl::Duration cost) {
+  absl::MutexLock lock(&mu_);
+  cost_per_call_ = cost;
 }
 
 void FakeModel::WaitForCalls(int n) const {

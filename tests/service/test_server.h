@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "favor/v1/favor.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "server/metrics/metrics.h"
@@ -37,6 +38,9 @@ class FakeModel final : public model::Model {
 
   void Hold();
   void Release();
+  // Each Embed call takes at least `cost` whatever its batch (a device
+  // whose per-call overhead dominates); zero by default.
+  void SetCostPerCall(absl::Duration cost);
   // Blocks until `n` Embed calls have started (held ones included).
   void WaitForCalls(int n) const;
   int calls() const;
@@ -46,6 +50,7 @@ class FakeModel final : public model::Model {
   model::ModelDescription description_;
   mutable absl::Mutex mu_;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration cost_per_call_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   mutable int calls_ ABSL_GUARDED_BY(mu_) = 0;
   mutable int64_t sequences_ ABSL_GUARDED_BY(mu_) = 0;
 };
