@@ -17,15 +17,19 @@ namespace {
 constexpr uintptr_t kHugePageBytes = uintptr_t{2} << 20;
 
 // Installs the allocator once for the whole test binary (it is
-// process-wide); the tests below need transparent huge pages, which every
-// Linux machine of this project has ("madvise").
+// process-wide). Where the kernel's transparent huge pages are off the
+// allocator installs nothing (LibTorch's own serves everything), so there is
+// nothing to test: the tests say so and skip. The machines of this project
+// have them ("madvise").
 class CpuAllocatorTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { state_ = InstallHugePageCpuAllocator({}); }
   void SetUp() override {
-    ASSERT_NE(state_, HugePageAllocatorState::kUnavailable)
-        << "transparent huge pages are off on this machine "
-           "(/sys/kernel/mm/transparent_hugepage/enabled)";
+    if (state_ == HugePageAllocatorState::kUnavailable) {
+      GTEST_SKIP() << "transparent huge pages are off on this machine "
+                      "(/sys/kernel/mm/transparent_hugepage/enabled): the "
+                      "allocator installs nothing";
+    }
   }
   static inline HugePageAllocatorState state_ =
       HugePageAllocatorState::kUnavailable;
