@@ -21,6 +21,7 @@
 
 #include "server/attention/attention.h"
 #include "server/attention/cpu_allocator.h"
+#include "server/attention/cpu_gemm.h"
 #include "server/attention/parallelism.h"
 #include "server/attention/projection.h"
 
@@ -299,8 +300,10 @@ void PrintTargets() {
 }  // namespace favor::attention
 
 int main(int argc, char** argv) {
-  // --threads=N (default: one per core) and --huge_pages=0 (default 1, as
-  // favor-server) are ours; the rest is Google Benchmark's.
+  // --threads=N (default: one per core), --huge_pages=0 (default 1, as
+  // favor-server) and --cpu_gemm=0 (default 1: FAVOR+'s products on its own
+  // AVX-512 kernel where the CPU has it, else on the BLAS) are ours; the
+  // rest is Google Benchmark's.
   favor::attention::CpuParallelismOptions parallelism;
   bool huge_pages = true;
   int kept = 1;
@@ -310,6 +313,9 @@ int main(int argc, char** argv) {
       parallelism.num_threads = std::atoi(arg.c_str() + 10);
     } else if (arg.rfind("--huge_pages=", 0) == 0) {
       huge_pages = std::atoi(arg.c_str() + 13) != 0;
+    } else if (arg.rfind("--cpu_gemm=", 0) == 0) {
+      favor::attention::cpu::SetFastGemmEnabledForTesting(
+          std::atoi(arg.c_str() + 11) != 0);
     } else {
       argv[kept++] = argv[i];
     }
@@ -320,8 +326,10 @@ int main(int argc, char** argv) {
     huge_pages = favor::attention::InstallHugePageCpuAllocator() ==
                  favor::attention::HugePageAllocatorState::kInstalled;
   }
-  std::printf("threads: %d, large tensors on huge pages: %s\n", threads,
-              huge_pages ? "yes" : "no");
+  std::printf(
+      "threads: %d, large tensors on huge pages: %s, FAVOR+ products on: %s\n",
+      threads, huge_pages ? "yes" : "no",
+      favor::attention::cpu::GemmIsFast() ? "AVX-512 kernel" : "BLAS");
   benchmark::Initialize(&argc, argv);
   favor::attention::SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "server/attention/cpu_gemm.h"
 #include "server/attention/cpu_kernels.h"
 
 namespace favor::attention {
@@ -56,9 +57,9 @@ class LinearAttention {
   };
   ChunkTerms CausalTerms(const HeadGroup& group, const at::Tensor& shift,
                          int64_t begin, int64_t end, bool with_epsilon) const;
-  at::Tensor KeptValues(const at::Tensor& value, int64_t start, int64_t rows,
-                        const uint8_t* keep, at::Tensor& scratch,
-                        float* value_sums) const;
+  const float* KeptValues(const float* values, int64_t stride, int64_t rows,
+                          int64_t dv, const uint8_t* keep, float* scratch,
+                          float* value_sums, int64_t* out_stride) const;
   void CausalChunk(const HeadGroup& group, KeyState& prefix,
                    const at::Tensor& shift, int64_t begin, int64_t end) const;
   void CausalChunkExp(const HeadGroup& group, KeyState& prefix,
@@ -87,6 +88,45 @@ at::Tensor Scratch(ScratchSlot slot, int64_t rows, int64_t cols) {
     buffer = at::empty({rows * cols}, at::kFloat);
   }
   return buffer.narrow(0, 0, rows * cols).view({rows, cols});
+}
+
+// c (+)= a · b for the CPU path, on raw row-major operands (b and c with
+// unit column stride): the AVX-512 cpu::Gemm where this CPU has it, else
+// the BLAS. Raw pointers, not tensors: the loops around it take 64-token
+// steps, where the cost of creating tensor views would show.
+void MatMul(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,
+            const float* b, int64_t ldb, float* c, int64_t ldc,
+            bool accumulate) {
+  if (cpu::GemmIsFast()) {
+    cpu::Gemm(rows, cols, depth, a, b, ldb, c, ldc, accumulate);
+    return;
+  }
+  const auto wrap = [](const float* data, int64_t r, int64_t cs, int64_t rs,
+                       int64_t col_stride) {
+    return at::from_blob(const_cast<float*>(data), {r, cs}, {rs, col_stride},
+                         at::kFloat);
+  };
+  const at::Tensor a_t =
+      wrap(a.data, rows, depth, a.row_stride, a.column_stride);
+  const at::Tensor b_t = wrap(b, depth, cols, ldb, 1);
+  at::Tensor c_t = wrap(c, rows, cols, ldc, 1);
+  if (accumulate) {
+    c_t.addmm_(a_t, b_t);
+  } else {
+    at::mm_out(c_t, a_t, b_t);
+  }
+}
+
+// Tokens per step of the CPU path. cpu::Gemm is fastest on blocks whose
+// features stay in the L2 cache between its two products (64 tokens × m =
+// 256 features is 64 KiB); the BLAS wants larger ones to amortise its
+// packing.
+int64_t CpuChunkTokens(const AttentionOptions& options, int64_t tokens) {
+  constexpr int64_t kGemmBlockTokens = 64;
+  const int64_t chunk = cpu::GemmIsFast()
+                            ? std::min(options.chunk_tokens, kGemmBlockTokens)
+                            : options.chunk_tokens;
+  return std::min(chunk, tokens);
 }
 
 // num / den over the last column of `with_denominator` (..., dv + 1); 0
@@ -186,7 +226,7 @@ KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
   const int64_t d = group.key.size(2), dv = group.value.size(2);
   const int64_t m = context_.num_features();
   // Buffers no larger than the range: short sequences are common.
-  const int64_t chunk = std::min(options_.chunk_tokens, end - begin);
+  const int64_t chunk = CpuChunkTokens(options_, end - begin);
   const at::Tensor key = group.key[0], value = group.value[0];
   const uint8_t* keep =
       group.keep.defined()
@@ -195,29 +235,39 @@ KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
   at::Tensor sums = at::zeros({m, dv}, at::kFloat);
   at::Tensor feature_sums = at::zeros({m}, at::kFloat);
   at::Tensor value_sums = at::zeros({dv + 1}, at::kFloat);
-  at::Tensor u = Scratch(ScratchSlot::kFeatures, chunk, m);
-  at::Tensor kept_values = Scratch(ScratchSlot::kValueRows, chunk, dv);
+  float* const sums_data = sums.data_ptr<float>();
+  float* const u = Scratch(ScratchSlot::kFeatures, chunk, m).data_ptr<float>();
+  float* const kept_values =
+      Scratch(ScratchSlot::kValueRows, chunk, dv).data_ptr<float>();
+  const float* const projection =
+      context_.scaled_projection_t().data_ptr<float>();
+  const int64_t key_stride = key.stride(0), value_stride = value.stride(0);
   std::vector<float> half(chunk);
   float shift = FeatureContext::kEmptyShift;
   float max_seen = FeatureContext::kEmptyShift;
   const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
   for (int64_t start = begin; start < end; start += chunk) {
     const int64_t rows = std::min(end, start + chunk) - start;
-    const at::Tensor x = key.narrow(0, start, rows);
+    const float* x = key.data_ptr<float>() + start * key_stride;
     const uint8_t* keep_rows = keep != nullptr ? keep + start : nullptr;
-    at::Tensor u_rows = u.narrow(0, 0, rows);
-    at::mm_out(u_rows, x, context_.scaled_projection_t());
-    cpu::RowSquaredNorms(x.data_ptr<float>(), rows, d, x.stride(0), half_scale,
-                         half.data());
+    MatMul(rows, m, d, {x, key_stride, 1}, projection, m, u, m,
+           /*accumulate=*/false);
+    cpu::RowSquaredNorms(x, rows, d, key_stride, half_scale, half.data());
     const float shift_before = shift;
     max_seen = std::max(
-        max_seen, cpu::ExpWithRunningShift(
-                      u_rows.data_ptr<float>(), half.data(), keep_rows, &shift,
-                      rows, m, feature_sums.data_ptr<float>(), max_seen));
-    if (shift != shift_before) sums.mul_(std::exp(shift_before - shift));
-    const at::Tensor v = KeptValues(value, start, rows, keep_rows, kept_values,
-                                    value_sums.data_ptr<float>());
-    sums.addmm_(u_rows.t(), v);
+        max_seen,
+        cpu::ExpWithRunningShift(u, half.data(), keep_rows, &shift, rows, m,
+                                 feature_sums.data_ptr<float>(), max_seen));
+    if (shift != shift_before) {
+      const float scale = std::exp(shift_before - shift);
+      for (int64_t i = 0; i < m * dv; ++i) sums_data[i] *= scale;
+    }
+    int64_t v_stride = value_stride;
+    const float* v = KeptValues(value.data_ptr<float>() + start * value_stride,
+                                value_stride, rows, dv, keep_rows, kept_values,
+                                value_sums.data_ptr<float>(), &v_stride);
+    MatMul(m, dv, rows, {u, 1, m}, v, v_stride, sums_data, dv,
+           /*accumulate=*/true);
   }
   // Settle the shift on the true max over the range.
   if (max_seen > shift) {
@@ -230,33 +280,32 @@ KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
           at::full({1, 1, 1}, max_seen, opts), value_sums.view({1, 1, -1})};
 }
 
-// Rows [start, start + rows) of `value` with padding rows zeroed (copied
-// into `scratch` only when there is a mask), and their sum and count added
-// to `value_sums` (dv + 1 floats) for the ε term.
-at::Tensor LinearAttention::KeptValues(const at::Tensor& value, int64_t start,
-                                       int64_t rows, const uint8_t* keep,
-                                       at::Tensor& scratch,
-                                       float* value_sums) const {
-  const int64_t dv = value.size(1);
-  at::Tensor v = value.narrow(0, start, rows);
+// `rows` rows of values (row stride `stride`) with padding rows zeroed
+// (copied into `scratch`, rows × dv, only when there is a mask), and their
+// sum and count added to `value_sums` (dv + 1 floats) for the ε term.
+// Returns the rows to use, with their row stride in *out_stride.
+const float* LinearAttention::KeptValues(const float* values, int64_t stride,
+                                         int64_t rows, int64_t dv,
+                                         const uint8_t* keep, float* scratch,
+                                         float* value_sums,
+                                         int64_t* out_stride) const {
+  const float* v = values;
+  *out_stride = stride;
   if (keep != nullptr) {
-    at::Tensor copy = scratch.narrow(0, 0, rows);
-    const float* src = v.data_ptr<float>();
-    float* dst = copy.data_ptr<float>();
     for (int64_t i = 0; i < rows; ++i) {
       if (keep[i]) {
-        std::copy(src + i * v.stride(0), src + i * v.stride(0) + dv,
-                  dst + i * dv);
+        std::copy(values + i * stride, values + i * stride + dv,
+                  scratch + i * dv);
       } else {
-        std::fill(dst + i * dv, dst + (i + 1) * dv, 0.0f);
+        std::fill(scratch + i * dv, scratch + (i + 1) * dv, 0.0f);
       }
     }
-    v = copy;
+    v = scratch;
+    *out_stride = dv;
   }
-  const float* rows_data = v.data_ptr<float>();
   for (int64_t i = 0; i < rows; ++i) {
     if (keep != nullptr && keep[i] == 0) continue;
-    const float* row = rows_data + i * v.stride(0);
+    const float* row = v + i * *out_stride;
     for (int64_t c = 0; c < dv; ++c) value_sums[c] += row[c];
     value_sums[dv] += 1.0f;
   }
@@ -304,29 +353,31 @@ void LinearAttention::QueriesCpu(const HeadGroup& group,
                                  int64_t end) const {
   const int64_t d = group.query.size(2), dv = group.value.size(2);
   const int64_t m = context_.num_features();
-  const int64_t chunk = std::min(options_.chunk_tokens, end - begin);
+  const int64_t chunk = CpuChunkTokens(options_, end - begin);
   const at::Tensor sums = state[0].narrow(1, 0, dv).contiguous();
   const at::Tensor feature_sums = state[0].select(1, dv).contiguous();
-  at::Tensor u = Scratch(ScratchSlot::kFeatures, chunk, m);
-  at::Tensor numerators = Scratch(ScratchSlot::kValueRows, chunk, dv);
+  float* const u = Scratch(ScratchSlot::kFeatures, chunk, m).data_ptr<float>();
+  float* const numerators =
+      Scratch(ScratchSlot::kValueRows, chunk, dv).data_ptr<float>();
+  const float* const projection =
+      context_.scaled_projection_t().data_ptr<float>();
   std::vector<float> half(chunk), denominators(chunk);
   const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
-  const at::Tensor out = group.out[0];
+  const at::Tensor query = group.query[0], out = group.out[0];
+  const int64_t query_stride = query.stride(0), out_stride = out.stride(0);
   for (int64_t start = begin; start < end; start += chunk) {
     const int64_t rows = std::min(end, start + chunk) - start;
-    const at::Tensor x = group.query[0].narrow(0, start, rows);
-    at::Tensor u_rows = u.narrow(0, 0, rows);
-    at::Tensor num_rows = numerators.narrow(0, 0, rows);
-    at::mm_out(u_rows, x, context_.scaled_projection_t());
-    cpu::RowSquaredNorms(x.data_ptr<float>(), rows, d, x.stride(0), half_scale,
-                         half.data());
-    cpu::QueryFeaturesWithDot(
-        u_rows.data_ptr<float>(), half.data(), rows, m, context_.epsilon(),
-        feature_sums.data_ptr<float>(), denominators.data());
-    at::mm_out(num_rows, u_rows, sums);
-    cpu::DivideRows(num_rows.data_ptr<float>(), denominators.data(), rows, dv,
-                    out.data_ptr<float>() + start * out.stride(0),
-                    out.stride(0));
+    const float* x = query.data_ptr<float>() + start * query_stride;
+    MatMul(rows, m, d, {x, query_stride, 1}, projection, m, u, m,
+           /*accumulate=*/false);
+    cpu::RowSquaredNorms(x, rows, d, query_stride, half_scale, half.data());
+    cpu::QueryFeaturesWithDot(u, half.data(), rows, m, context_.epsilon(),
+                              feature_sums.data_ptr<float>(),
+                              denominators.data());
+    MatMul(rows, dv, m, {u, m, 1}, sums.data_ptr<float>(), dv, numerators, dv,
+           /*accumulate=*/false);
+    cpu::DivideRows(numerators, denominators.data(), rows, dv,
+                    out.data_ptr<float>() + start * out_stride, out_stride);
   }
 }
 

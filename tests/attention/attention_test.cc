@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "server/attention/cpu_gemm.h"
 #include "server/attention/feature_map.h"
 #include "server/attention/projection.h"
 
@@ -191,6 +192,32 @@ TEST_P(LinearKernelTest, ChunkedEqualsUnchunked) {
 INSTANTIATE_TEST_SUITE_P(AllLinearKernels, LinearKernelTest,
                          testing::ValuesIn(kLinearKernels), KernelTestName);
 
+// The FAVOR+ CPU path runs its products on cpu::Gemm where the CPU has
+// AVX-512 and on the BLAS elsewhere (or when tests turn the kernel off):
+// both match the explicit computation, with the default step sizes, on
+// sequences long enough to cross several 64-token steps, with padding.
+TEST(AttentionTest, FavorCpuProductsOnGemmAndOnBlasMatchExplicit) {
+  const Inputs in = RandomInputs(2, 300, 300, 12);
+  at::Tensor mask = at::zeros({2, 300}, at::kBool);
+  mask[1].narrow(0, 200, 100).fill_(true);
+  AttentionOptions options;
+  options.kernel = Kernel::kFavorPositive;
+  for (bool fast : {true, false}) {
+    cpu::SetFastGemmEnabledForTesting(fast);
+    const at::Tensor out = AttendOrDie(in.q, in.k, in.v, mask, options);
+    cpu::SetFastGemmEnabledForTesting(true);
+    for (int64_t b = 0; b < 2; ++b) {
+      const int64_t keys = b == 0 ? 300 : 200;
+      const at::Tensor want =
+          ExplicitLinear(Kernel::kFavorPositive, in.q.narrow(0, b, 1),
+                         in.k.narrow(0, b, 1).narrow(2, 0, keys),
+                         in.v.narrow(0, b, 1).narrow(2, 0, keys), false);
+      EXPECT_LT(RelativeError(out.narrow(0, b, 1), want), 1e-5)
+          << "batch " << b << (fast ? " on cpu::Gemm" : " on the BLAS");
+    }
+  }
+}
+
 class AllKernelsTest : public testing::TestWithParam<Kernel> {};
 
 // Packed sequences, each with its own key sums and key max, give what each
@@ -358,9 +385,9 @@ TEST(AttentionTest, ErrorsNameTheProblem) {
   EXPECT_THAT(message(Attend(in.q, in.k, in.v, w, at::zeros({1, 7}, at::kBool),
                              options)),
               HasSubstr("key_padding_mask"));
-  EXPECT_THAT(message(Attend(in.q, in.k.to(at::Device("meta")), in.v, w, {},
-                             options)),
-              HasSubstr("one device"));
+  EXPECT_THAT(
+      message(Attend(in.q, in.k.to(at::Device("meta")), in.v, w, {}, options)),
+      HasSubstr("one device"));
   AttentionOptions causal = options;
   causal.causal = true;
   EXPECT_THAT(message(Attend(in.q, in.k.narrow(2, 0, 4), in.v.narrow(2, 0, 4),

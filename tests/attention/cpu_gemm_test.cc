@@ -1,0 +1,132 @@
+#include "server/attention/cpu_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace favor::attention::cpu {
+namespace {
+
+struct Shape {
+  int64_t rows, cols, depth;
+};
+
+// Runs Gemm on random operands (a read through `transposed` strides when
+// asked, every leading dimension padded) and checks every element of c
+// against a double-precision sum, and that the padding is untouched.
+void CheckAgainstDoubleSums(const Shape& s, bool transposed, bool accumulate) {
+  std::mt19937 rng(static_cast<uint32_t>(s.rows * 1000003 + s.cols * 1009 +
+                                         s.depth * 7 + transposed));
+  std::normal_distribution<float> normal;
+  const int64_t lda = (transposed ? s.rows : s.depth) + 3;
+  const int64_t ldb = s.cols + 5, ldc = s.cols + 2;
+  std::vector<float> a((transposed ? s.depth : s.rows) * lda + 1);
+  std::vector<float> b(s.depth * ldb + 1), c(s.rows * ldc + 1);
+  for (float& x : a) x = normal(rng);
+  for (float& x : b) x = normal(rng);
+  for (float& x : c) x = normal(rng);
+  const std::vector<float> c_before = c;
+  const MatrixView view =
+      transposed ? MatrixView{a.data(), 1, lda} : MatrixView{a.data(), lda, 1};
+  Gemm(s.rows, s.cols, s.depth, view, b.data(), ldb, c.data(), ldc, accumulate);
+  for (int64_t i = 0; i < s.rows; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const float got = c[i * ldc + j];
+      if (j >= s.cols) {
+        ASSERT_EQ(got, c_before[i * ldc + j])
+            << "padding written at " << i << "," << j;
+        continue;
+      }
+      double want = accumulate ? c_before[i * ldc + j] : 0.0;
+      double magnitude = std::abs(want);
+      for (int64_t k = 0; k < s.depth; ++k) {
+        const double product =
+            double(view.data[i * view.row_stride + k * view.column_stride]) *
+            b[k * ldb + j];
+        want += product;
+        magnitude += std::abs(product);
+      }
+      // fp32 accumulation over depth terms: each rounding is at most 2^-24
+      // of the running sum, so the error is below depth · 2^-24 · Σ|terms|
+      // (a loose bound; FMA only rounds less).
+      const double bound = (s.depth + 1) * 6e-8 * magnitude + 1e-30;
+      ASSERT_NEAR(got, want, bound)
+          << "element " << i << "," << j << " of " << s.rows << "x" << s.cols
+          << "x" << s.depth << (transposed ? " transposed" : "")
+          << (accumulate ? " accumulate" : "");
+    }
+  }
+  ASSERT_EQ(c.back(), c_before.back());
+}
+
+std::vector<Shape> Shapes() {
+  std::vector<Shape> shapes;
+  // Every remainder of the six-row tiles, every panel width (one to four
+  // vectors, full and masked), and depths from none to FAVOR+'s.
+  for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 64}) {
+    for (int64_t cols : {1, 8, 16, 17, 33, 48, 64, 65, 100, 256}) {
+      for (int64_t depth : {0, 1, 7, 64}) shapes.push_back({rows, cols, depth});
+    }
+  }
+  return shapes;
+}
+
+class GemmTest : public testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { SetFastGemmEnabledForTesting(GetParam()); }
+  void TearDown() override { SetFastGemmEnabledForTesting(true); }
+};
+
+TEST_P(GemmTest, MatchesDoubleSums) {
+  for (const Shape& s : Shapes()) {
+    for (bool transposed : {false, true}) {
+      for (bool accumulate : {false, true}) {
+        CheckAgainstDoubleSums(s, transposed, accumulate);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// FAVOR+'s three products at their real sizes: 64 tokens, d = 64, m = 256.
+TEST_P(GemmTest, MatchesDoubleSumsAtFavorShapes) {
+  CheckAgainstDoubleSums({64, 256, 64}, false, false);  // u = x · Wᵀ
+  CheckAgainstDoubleSums({256, 64, 64}, true, true);    // S += uᵀ · v
+  CheckAgainstDoubleSums({64, 64, 256}, false, false);  // numerators = u · S
+}
+
+TEST_P(GemmTest, OverwritesUninitialisedOutput) {
+  const int64_t rows = 7, cols = 20, depth = 3;
+  std::vector<float> a(rows * depth, 1.0f), b(depth * cols, 2.0f);
+  std::vector<float> c(rows * cols, std::nanf(""));
+  Gemm(rows, cols, depth, {a.data(), depth, 1}, b.data(), cols, c.data(), cols,
+       /*accumulate=*/false);
+  for (float x : c) EXPECT_EQ(x, 6.0f);
+}
+
+TEST_P(GemmTest, EmptyShapesTouchNothing) {
+  std::vector<float> c(4, 5.0f);
+  const float a = 1.0f, b = 1.0f;
+  Gemm(0, 4, 1, {&a, 1, 1}, &b, 4, c.data(), 4, false);
+  Gemm(1, 0, 1, {&a, 1, 1}, &b, 4, c.data(), 4, false);
+  for (float x : c) EXPECT_EQ(x, 5.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(FastAndPortable, GemmTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& param_info) {
+                           return param_info.param ? "Fast" : "Portable";
+                         });
+
+TEST(GemmSelectionTest, IsFastWhereTheCpuHasAvx512) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  EXPECT_EQ(GemmIsFast(), __builtin_cpu_supports("avx512f") != 0);
+#endif
+  SetFastGemmEnabledForTesting(false);
+  EXPECT_FALSE(GemmIsFast());
+  SetFastGemmEnabledForTesting(true);
+}
+
+}  // namespace
+}  // namespace favor::attention::cpu
