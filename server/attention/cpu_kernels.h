@@ -20,16 +20,6 @@ void Exp(const float* x, float* y, int64_t n);
 void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
                      float scale, float* h);
 
-// max of u[i, c] over rows i with keep[i] (all rows when keep is null) and
-// all columns c; returns `empty` when no row is kept.
-float MaxOfRows(const float* u, const uint8_t* keep, int64_t rows, int64_t cols,
-                float empty);
-
-// Key features of FAVOR+ in place: u[i, c] = exp(u[i, c] − h[i] − shift),
-// and 0 in rows with keep[i] == 0 (keep may be null: all rows kept).
-void ExpShifted(float* u, const float* h, const uint8_t* keep, float shift,
-                int64_t rows, int64_t cols);
-
 // Key features of FAVOR+ in place with a running shift, plus their column
 // sums added to `column_sums` (cols floats), in one pass: u[i, c] = exp(u[i,
 // c] − h[i] − *shift), 0 in rows with keep[i] == 0. The shift is raised to a
@@ -43,11 +33,7 @@ float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
 
 // Query features of FAVOR+ in place, each row shifted by its own max, as in
 // the reference implementation: u[i, c] = exp(u[i, c] − h[i] − max_c' u[i,
-// c']) + epsilon.
-void QueryFeatures(float* u, const float* h, int64_t rows, int64_t cols,
-                   float epsilon);
-
-// QueryFeatures plus, in the same pass, dot[i] = Σ_c u[i, c]·z[c] (the
+// c']) + epsilon; and, in the same pass, dot[i] = Σ_c u[i, c]·z[c] (the
 // normaliser φ(q)ᵀ Σφ(k)).
 void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
                           float epsilon, const float* z, float* dot);
@@ -56,17 +42,6 @@ void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
 // is 0; `out` has row stride `out_stride`.
 void DivideRows(const float* num, const float* den, int64_t rows, int64_t cols,
                 float* out, int64_t out_stride);
-
-// dst (rows × (cols + 1), contiguous) = [src | 1], rows with keep[i] == 0 all
-// zero (src has row stride `stride`).
-void AppendOnesColumn(const float* src, int64_t rows, int64_t cols,
-                      int64_t stride, const uint8_t* keep, float* dst);
-
-// out[i, c] = num[i, c] / num[i, cols] (num is rows × (cols + 1)); rows whose
-// denominator is 0 (no key to attend to) give 0. `out` has row stride
-// `out_stride`.
-void DivideByLastColumn(const float* num, int64_t rows, int64_t cols,
-                        float* out, int64_t out_stride);
 
 }  // namespace favor::attention::cpu
 

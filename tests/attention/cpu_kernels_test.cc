@@ -1,0 +1,180 @@
+#include "server/attention/cpu_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace favor::attention::cpu {
+namespace {
+
+// The kernels' exp: relative error below 4e-7 (cpu_kernels.h). A result
+// computed from a float argument a = fl(x − offset) also carries that
+// argument's rounding, |a| · 2^-24 per rounding, which the bounds below
+// add.
+constexpr double kExpRelativeError = 4e-7;
+constexpr double kRounding = 6e-8;
+
+TEST(CpuKernelsTest, ExpMatchesStdExpOverItsRange) {
+  std::vector<float> x, y;
+  for (double v = -87.0; v <= 88.0; v += 0.0137) x.push_back(float(v));
+  y.resize(x.size());
+  Exp(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::exp(double(x[i]));
+    ASSERT_NEAR(y[i], want, kExpRelativeError * want) << "x = " << x[i];
+  }
+}
+
+TEST(CpuKernelsTest, ExpOfVeryNegativeArgumentsIsZero) {
+  const float x[] = {-88.0f, -1000.0f, -std::numeric_limits<float>::infinity()};
+  float y[3];
+  Exp(x, y, 3);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+// Rows of `cols` logits spread over [−spread, spread].
+std::vector<float> RandomRows(int64_t rows, int64_t cols, float spread,
+                              uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-spread, spread);
+  std::vector<float> u(rows * cols);
+  for (float& v : u) v = uniform(rng);
+  return u;
+}
+
+TEST(CpuKernelsTest, QueryFeaturesWithDotMatchesDoubleComputation) {
+  // 256 columns as FAVOR+ has them, and 37 for the masked tail.
+  for (int64_t cols : {256, 37}) {
+    const int64_t rows = 9;
+    const float epsilon = 1e-4f;
+    const std::vector<float> u0 = RandomRows(rows, cols, 60.0f, cols);
+    std::vector<float> u = u0, h(rows), z(cols), dot(rows);
+    for (int64_t i = 0; i < rows; ++i) h[i] = 0.25f * i;
+    for (int64_t c = 0; c < cols; ++c) z[c] = 1.0f + 0.01f * c;
+    QueryFeaturesWithDot(u.data(), h.data(), rows, cols, epsilon, z.data(),
+                         dot.data());
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* row = u0.data() + i * cols;
+      const float max = *std::max_element(row, row + cols);
+      double want_dot = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double arg = double(row[c]) - double(h[i]) - double(max);
+        const double want = std::exp(std::max(arg, -87.0)) + epsilon;
+        const double bound =
+            (kExpRelativeError + 3 * kRounding * std::abs(arg)) * want;
+        ASSERT_NEAR(u[i * cols + c], want, bound) << i << "," << c;
+        want_dot += want * z[c];
+      }
+      EXPECT_NEAR(dot[i], want_dot, 1e-5 * want_dot) << "row " << i;
+    }
+  }
+}
+
+// The vectorised exp inside the feature loops, densely over the arguments
+// query features meet: one row whose max is 0, so that each feature is
+// exp(x) + ε of its own logit x.
+TEST(CpuKernelsTest, QueryFeaturesExpOverItsRange) {
+  std::vector<float> u;
+  for (double v = -86.0; v <= 0.0; v += 0.0013) u.push_back(float(v));
+  u.push_back(0.0f);
+  const std::vector<float> u0 = u;
+  const int64_t cols = static_cast<int64_t>(u.size());
+  const std::vector<float> z(cols, 0.0f);
+  float h = 0.0f, dot = 0.0f;
+  QueryFeaturesWithDot(u.data(), &h, 1, cols, 0.0f, z.data(), &dot);
+  for (int64_t c = 0; c < cols; ++c) {
+    const double want = std::exp(double(u0[c]));
+    ASSERT_NEAR(u[c], want, kExpRelativeError * want) << "x = " << u0[c];
+  }
+}
+
+// Rows whose maxima climb by more than kMaxShiftGap force the shift up
+// mid-way; the rows already done and the column sums are rescaled, so the
+// result is as if the final shift had been used from the start.
+TEST(CpuKernelsTest, ExpWithRunningShiftRescalesWhatWasDone) {
+  const int64_t rows = 6, cols = 40;
+  std::vector<float> u0 = RandomRows(rows, cols, 5.0f, 3);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t c = 0; c < cols; ++c) u0[i * cols + c] += 50.0f * i;
+  }
+  const uint8_t keep[rows] = {1, 1, 0, 1, 1, 1};
+  std::vector<float> u = u0, h(rows, 0.5f), sums(cols, 0.0f);
+  float shift = -1e30f;  // FeatureContext::kEmptyShift's role: none yet
+  const float max = ExpWithRunningShift(u.data(), h.data(), keep, &shift, rows,
+                                        cols, sums.data(), -1e30f);
+  float want_max = -1e30f;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!keep[i]) continue;
+    for (int64_t c = 0; c < cols; ++c) {
+      want_max = std::max(want_max, u0[i * cols + c]);
+    }
+  }
+  EXPECT_EQ(max, want_max);
+  EXPECT_GE(shift, want_max - kMaxShiftGap);
+  std::vector<double> want_sums(cols, 0.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const float got = u[i * cols + c];
+      if (!keep[i]) {
+        ASSERT_EQ(got, 0.0f) << "masked row " << i;
+        continue;
+      }
+      const double arg = double(u0[i * cols + c]) - 0.5 - double(shift);
+      const double want = std::exp(std::max(arg, -87.0));
+      // Rows rescaled once more carry one more rounding. A rescale by a
+      // factor below e^-87 flushes a row to 0: its values were at most
+      // e^(kMaxShiftGap - 87) ≈ 1e-10 of the largest feature (about 1 after
+      // the final shift), below fp32's resolution of the sums they join.
+      const double bound =
+          (2 * kExpRelativeError + 3 * kRounding * std::abs(arg)) * want +
+          std::exp(double(kMaxShiftGap) - 87.0);
+      ASSERT_NEAR(got, want, bound) << i << "," << c;
+      want_sums[c] += want;
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    EXPECT_NEAR(sums[c], want_sums[c], 1e-5 * want_sums[c]) << "column " << c;
+  }
+}
+
+TEST(CpuKernelsTest, ExpWithRunningShiftOfOnlyMaskedRowsIsEmpty) {
+  std::vector<float> u(8, 3.0f), h(2, 0.0f), sums(4, 0.0f);
+  const uint8_t keep[2] = {0, 0};
+  float shift = -1e30f;
+  EXPECT_EQ(ExpWithRunningShift(u.data(), h.data(), keep, &shift, 2, 4,
+                                sums.data(), -7.0f),
+            -7.0f);
+  for (float v : u) EXPECT_EQ(v, 0.0f);
+  for (float v : sums) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(CpuKernelsTest, RowSquaredNormsAndDivideRows) {
+  const int64_t rows = 3, cols = 21, stride = 24;
+  std::vector<float> x = RandomRows(rows, stride, 2.0f, 5), h(rows);
+  RowSquaredNorms(x.data(), rows, cols, stride, 0.5f, h.data());
+  for (int64_t i = 0; i < rows; ++i) {
+    double want = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      want += double(x[i * stride + c]) * x[i * stride + c];
+    }
+    EXPECT_NEAR(h[i], 0.5 * want, 1e-6 * want);
+  }
+  const float den[rows] = {2.0f, 0.0f, -4.0f};
+  std::vector<float> out(rows * stride, 9.0f);
+  DivideRows(x.data(), den, rows, cols, out.data(), stride);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t c = 0; c < stride; ++c) {
+      const float want = c >= cols     ? 9.0f  // untouched
+                         : den[i] == 0 ? 0.0f  // no key to attend to
+                                       : x[i * cols + c] / den[i];
+      EXPECT_FLOAT_EQ(out[i * stride + c], want) << i << "," << c;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace favor::attention::cpu
