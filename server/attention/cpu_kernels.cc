@@ -241,6 +241,17 @@ void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
 }
 
 FAVOR_MULTIVERSION
+void AddKeptRows(const float* x, int64_t rows, int64_t cols, int64_t stride,
+                 const uint8_t* keep, float* sums) {
+  for (int64_t i = 0; i < rows; ++i) {
+    if (keep != nullptr && keep[i] == 0) continue;
+    const float* row = x + i * stride;
+    for (int64_t c = 0; c < cols; ++c) sums[c] += row[c];
+    sums[cols] += 1.0f;
+  }
+}
+
+FAVOR_MULTIVERSION
 void DivideRows(const float* num, const float* den, int64_t rows, int64_t cols,
                 float* out, int64_t out_stride) {
   for (int64_t i = 0; i < rows; ++i) {

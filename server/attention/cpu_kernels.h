@@ -38,6 +38,12 @@ float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
 void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
                           float epsilon, const float* z, float* dot);
 
+// sums[c] += Σ x[i, c] over rows i with keep[i] (all rows when keep is
+// null), and sums[cols] += the number of such rows; x has row stride
+// `stride`.
+void AddKeptRows(const float* x, int64_t rows, int64_t cols, int64_t stride,
+                 const uint8_t* keep, float* sums);
+
 // out[i, c] = num[i, c] / den[i] (num contiguous rows × cols), 0 where den[i]
 // is 0; `out` has row stride `out_stride`.
 void DivideRows(const float* num, const float* den, int64_t rows, int64_t cols,

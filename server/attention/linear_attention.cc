@@ -303,12 +303,7 @@ const float* LinearAttention::KeptValues(const float* values, int64_t stride,
     v = scratch;
     *out_stride = dv;
   }
-  for (int64_t i = 0; i < rows; ++i) {
-    if (keep != nullptr && keep[i] == 0) continue;
-    const float* row = v + i * *out_stride;
-    for (int64_t c = 0; c < dv; ++c) value_sums[c] += row[c];
-    value_sums[dv] += 1.0f;
-  }
+  cpu::AddKeptRows(v, rows, dv, *out_stride, keep, value_sums);
   return v;
 }
 

@@ -176,5 +176,25 @@ TEST(CpuKernelsTest, RowSquaredNormsAndDivideRows) {
   }
 }
 
+TEST(CpuKernelsTest, AddKeptRowsSumsKeptRowsAndCountsThem) {
+  const int64_t rows = 5, cols = 19, stride = 23;
+  const std::vector<float> x = RandomRows(rows, stride, 3.0f, 8);
+  const uint8_t keep[rows] = {1, 0, 1, 1, 0};
+  for (const uint8_t* mask : {static_cast<const uint8_t*>(keep),
+                              static_cast<const uint8_t*>(nullptr)}) {
+    std::vector<float> sums(cols + 1, 1.0f);
+    AddKeptRows(x.data(), rows, cols, stride, mask, sums.data());
+    double count = 1;
+    std::vector<double> want(cols, 1.0);
+    for (int64_t i = 0; i < rows; ++i) {
+      if (mask != nullptr && !mask[i]) continue;
+      ++count;
+      for (int64_t c = 0; c < cols; ++c) want[c] += x[i * stride + c];
+    }
+    for (int64_t c = 0; c < cols; ++c) EXPECT_NEAR(sums[c], want[c], 1e-5);
+    EXPECT_EQ(sums[cols], count);
+  }
+}
+
 }  // namespace
 }  // namespace favor::attention::cpu
