@@ -183,6 +183,67 @@ void FavorCausal(benchmark::State& state) {
   RunAttention(state, Kernel::kFavorPositive, true);
 }
 
+// FAVOR+'s four products alone on one core, over 16k tokens of one head in
+// steps of `step` tokens: u = x·Wᵀ and S += uᵀ·v (key pass), u = x·Wᵀ and
+// n = u·S (query pass), 8·d·m FLOP per token as the Favor rows count them.
+// Arg 0: one-thread sgemm 2048³, the core's BLAS ceiling; Products/512: on
+// the BLAS in 512-token steps (the path without AVX-512); ProductsGemm/64:
+// on cpu::Gemm in 64-token steps (the path with it).
+void SgemmOneThread(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const at::Tensor a = at::randn({n, n}), b = at::randn({n, n});
+  at::Tensor c = at::empty({n, n});
+  for (auto _ : state) at::mm_out(c, a, b);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate,
+      benchmark::Counter::kIs1000);
+}
+
+void RunProducts(benchmark::State& state, bool gemm) {
+  const int64_t step = state.range(0), tokens = 1 << 14;
+  if (gemm && !cpu::GemmIsFast()) {
+    state.SkipWithError("no AVX-512 on this CPU (or --cpu_gemm=0)");
+    return;
+  }
+  at::manual_seed(0);
+  const at::Tensor x = at::randn({tokens, kDim}), v = at::randn({tokens, kDim});
+  const at::Tensor wt = at::randn({kDim, kFeatures}) * 0.1;
+  at::Tensor u = at::empty({step, kFeatures}), n = at::empty({step, kDim});
+  at::Tensor sums = at::zeros({kFeatures, kDim});
+  float* const up = u.data_ptr<float>();
+  const float* const w = wt.data_ptr<float>();
+  for (auto _ : state) {
+    for (int64_t start = 0; start < tokens; start += step) {
+      const float* const xs = x.data_ptr<float>() + start * kDim;
+      const float* const vs = v.data_ptr<float>() + start * kDim;
+      if (gemm) {
+        cpu::Gemm(step, kFeatures, kDim, {xs, kDim, 1}, w, kFeatures, up,
+                  kFeatures, false);
+        cpu::Gemm(kFeatures, kDim, step, {up, 1, kFeatures}, vs, kDim,
+                  sums.data_ptr<float>(), kDim, true);
+        cpu::Gemm(step, kFeatures, kDim, {xs, kDim, 1}, w, kFeatures, up,
+                  kFeatures, false);
+        cpu::Gemm(step, kDim, kFeatures, {up, kFeatures, 1},
+                  sums.data_ptr<float>(), kDim, n.data_ptr<float>(), kDim,
+                  false);
+      } else {
+        const at::Tensor x_step = x.narrow(0, start, step);
+        at::mm_out(u, x_step, wt);
+        sums.addmm_(u.t(), v.narrow(0, start, step));
+        at::mm_out(u, x_step, wt);
+        at::mm_out(n, u, sums);
+      }
+    }
+    benchmark::DoNotOptimize(n.data_ptr());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(8.0 * kDim * kFeatures * tokens,
+                         benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
+}
+void Products(benchmark::State& state) { RunProducts(state, false); }
+void ProductsGemm(benchmark::State& state) { RunProducts(state, true); }
+
 // Remembers each benchmark's seconds per iteration for the summary: the
 // "min" aggregate when --benchmark_repetitions is given (interference from
 // other processes only ever adds time, so the fastest repetition is the
@@ -240,6 +301,9 @@ benchmark::internal::Benchmark* Configure(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(Sgemm)->Apply([](auto* b) { Configure(b)->Arg(2048); });
+BENCHMARK(SgemmOneThread)->Apply([](auto* b) { Configure(b)->Arg(2048); });
+BENCHMARK(Products)->Apply([](auto* b) { Configure(b)->Arg(64)->Arg(512); });
+BENCHMARK(ProductsGemm)->Apply([](auto* b) { Configure(b)->Arg(64); });
 // Exact attention fits in memory at any length (it works in tiles), but its
 // time is quadratic: 64k tokens take about a minute here and 1M would take
 // hours, so it stops at 64k.

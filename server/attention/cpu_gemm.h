@@ -1,8 +1,10 @@
 // A single-threaded fp32 matrix product for the FAVOR+ CPU path, with AVX-512
 // register tiles. It beats the BLAS on that path's shapes (a short inner
 // dimension, one operand read transposed in place, outputs that fit in the
-// L2 cache) because it packs nothing and never zeroes its output first:
-// measured 1.2-1.3x OpenBLAS's sgemm on 512×64·64×256 and 256×512·512×64.
+// L2 cache) because it packs nothing and never zeroes its output first: on
+// one core, FAVOR+'s products run at 0.92-0.94 of OpenBLAS's 2048³ sgemm
+// rate on this kernel and at 0.80 on OpenBLAS (attention_bench's Products
+// rows, docs/performance.md).
 //
 // Implementation detail of server/attention: not for other modules.
 #ifndef FAVOR_SERVER_ATTENTION_CPU_GEMM_H_
