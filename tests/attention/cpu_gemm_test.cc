@@ -43,7 +43,8 @@ void CheckAgainstDoubleSums(const Shape& s, bool transposed, bool accumulate) {
       double magnitude = std::abs(want);
       for (int64_t k = 0; k < s.depth; ++k) {
         const double product =
-            double(view.data[i * view.row_stride + k * view.column_stride]) *
+            static_cast<double>(
+                view.data[i * view.row_stride + k * view.column_stride]) *
             b[k * ldb + j];
         want += product;
         magnitude += std::abs(product);

@@ -20,11 +20,12 @@ constexpr double kRounding = 6e-8;
 
 TEST(CpuKernelsTest, ExpMatchesStdExpOverItsRange) {
   std::vector<float> x, y;
-  for (double v = -87.0; v <= 88.0; v += 0.0137) x.push_back(float(v));
+  for (double v = -87.0; v <= 88.0; v += 0.0137)
+    x.push_back(static_cast<float>(v));
   y.resize(x.size());
   Exp(x.data(), y.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
-    const double want = std::exp(double(x[i]));
+    const double want = std::exp(static_cast<double>(x[i]));
     ASSERT_NEAR(y[i], want, kExpRelativeError * want) << "x = " << x[i];
   }
 }
@@ -62,7 +63,8 @@ TEST(CpuKernelsTest, QueryFeaturesWithDotMatchesDoubleComputation) {
       const float max = *std::max_element(row, row + cols);
       double want_dot = 0;
       for (int64_t c = 0; c < cols; ++c) {
-        const double arg = double(row[c]) - double(h[i]) - double(max);
+        const double arg = static_cast<double>(row[c]) -
+                           static_cast<double>(h[i]) - static_cast<double>(max);
         const double want = std::exp(std::max(arg, -87.0)) + epsilon;
         const double bound =
             (kExpRelativeError + 3 * kRounding * std::abs(arg)) * want;
@@ -79,7 +81,8 @@ TEST(CpuKernelsTest, QueryFeaturesWithDotMatchesDoubleComputation) {
 // exp(x) + ε of its own logit x.
 TEST(CpuKernelsTest, QueryFeaturesExpOverItsRange) {
   std::vector<float> u;
-  for (double v = -86.0; v <= 0.0; v += 0.0013) u.push_back(float(v));
+  for (double v = -86.0; v <= 0.0; v += 0.0013)
+    u.push_back(static_cast<float>(v));
   u.push_back(0.0f);
   const std::vector<float> u0 = u;
   const int64_t cols = static_cast<int64_t>(u.size());
@@ -87,7 +90,7 @@ TEST(CpuKernelsTest, QueryFeaturesExpOverItsRange) {
   float h = 0.0f, dot = 0.0f;
   QueryFeaturesWithDot(u.data(), &h, 1, cols, 0.0f, z.data(), &dot);
   for (int64_t c = 0; c < cols; ++c) {
-    const double want = std::exp(double(u0[c]));
+    const double want = std::exp(static_cast<double>(u0[c]));
     ASSERT_NEAR(u[c], want, kExpRelativeError * want) << "x = " << u0[c];
   }
 }
@@ -123,7 +126,8 @@ TEST(CpuKernelsTest, ExpWithRunningShiftRescalesWhatWasDone) {
         ASSERT_EQ(got, 0.0f) << "masked row " << i;
         continue;
       }
-      const double arg = double(u0[i * cols + c]) - 0.5 - double(shift);
+      const double arg = static_cast<double>(u0[i * cols + c]) - 0.5 -
+                         static_cast<double>(shift);
       const double want = std::exp(std::max(arg, -87.0));
       // Rows rescaled once more carry one more rounding. A rescale by a
       // factor below e^-87 flushes a row to 0: its values were at most
@@ -131,7 +135,7 @@ TEST(CpuKernelsTest, ExpWithRunningShiftRescalesWhatWasDone) {
       // the final shift), below fp32's resolution of the sums they join.
       const double bound =
           (2 * kExpRelativeError + 3 * kRounding * std::abs(arg)) * want +
-          std::exp(double(kMaxShiftGap) - 87.0);
+          std::exp(static_cast<double>(kMaxShiftGap) - 87.0);
       ASSERT_NEAR(got, want, bound) << i << "," << c;
       want_sums[c] += want;
     }
@@ -159,7 +163,7 @@ TEST(CpuKernelsTest, RowSquaredNormsAndDivideRows) {
   for (int64_t i = 0; i < rows; ++i) {
     double want = 0;
     for (int64_t c = 0; c < cols; ++c) {
-      want += double(x[i * stride + c]) * x[i * stride + c];
+      want += static_cast<double>(x[i * stride + c]) * x[i * stride + c];
     }
     EXPECT_NEAR(h[i], 0.5 * want, 1e-6 * want);
   }
