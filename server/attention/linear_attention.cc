@@ -57,9 +57,6 @@ class LinearAttention {
   };
   ChunkTerms CausalTerms(const HeadGroup& group, const at::Tensor& shift,
                          int64_t begin, int64_t end, bool with_epsilon) const;
-  const float* KeptValues(const float* values, int64_t stride, int64_t rows,
-                          int64_t dv, const uint8_t* keep, float* scratch,
-                          float* value_sums, int64_t* out_stride) const;
   void CausalChunk(const HeadGroup& group, KeyState& prefix,
                    const at::Tensor& shift, int64_t begin, int64_t end) const;
   void CausalChunkExp(const HeadGroup& group, KeyState& prefix,
@@ -78,16 +75,19 @@ class LinearAttention {
 // thread from one call to the next. Fresh ones would be mapped anew for
 // every task (glibc maps blocks this size) and faulted in page by page when
 // OpenBLAS first zeroes them: measured as three quarters of a 4k-token
-// call's page faults. A thread keeps its buffers (chunk_tokens × m and
-// chunk_tokens × dv floats, 640 KiB with the defaults) until it exits.
+// call's page faults. A thread keeps its buffers (chunk × m and chunk × dv
+// floats: 80 KiB on the AVX-512 path's 64-token steps, 640 KiB on the BLAS
+// path's 512) until it exits.
 enum class ScratchSlot { kFeatures = 0, kValueRows = 1 };
-at::Tensor Scratch(ScratchSlot slot, int64_t rows, int64_t cols) {
+float* Scratch(ScratchSlot slot, int64_t rows, int64_t cols) {
+  // Tensors for LibTorch's allocator's 64-byte alignment: rows that start
+  // mid-cache-line would slow every vector load of cpu::Gemm.
   thread_local at::Tensor buffers[2];
   at::Tensor& buffer = buffers[static_cast<int>(slot)];
   if (!buffer.defined() || buffer.numel() < rows * cols) {
     buffer = at::empty({rows * cols}, at::kFloat);
   }
-  return buffer.narrow(0, 0, rows * cols).view({rows, cols});
+  return buffer.data_ptr<float>();
 }
 
 // c (+)= a · b for the CPU path, on raw row-major operands (b and c with
@@ -127,6 +127,29 @@ int64_t CpuChunkTokens(const AttentionOptions& options, int64_t tokens) {
                             ? std::min(options.chunk_tokens, kGemmBlockTokens)
                             : options.chunk_tokens;
   return std::min(chunk, tokens);
+}
+
+// `rows` rows of values (row stride `stride`) with padding rows zeroed
+// (copied into `scratch`, rows × dv, only when there is a mask), and their
+// sum and count added to `value_sums` (dv + 1 floats) for the ε term.
+// Returns the rows to use.
+cpu::MatrixView KeptValues(const float* values, int64_t stride, int64_t rows,
+                           int64_t dv, const uint8_t* keep, float* scratch,
+                           float* value_sums) {
+  cpu::MatrixView v{values, stride, 1};
+  if (keep != nullptr) {
+    for (int64_t i = 0; i < rows; ++i) {
+      if (keep[i]) {
+        std::copy(values + i * stride, values + i * stride + dv,
+                  scratch + i * dv);
+      } else {
+        std::fill(scratch + i * dv, scratch + (i + 1) * dv, 0.0f);
+      }
+    }
+    v = {scratch, dv, 1};
+  }
+  cpu::AddKeptRows(v.data, rows, dv, v.row_stride, keep, value_sums);
+  return v;
 }
 
 // num / den over the last column of `with_denominator` (..., dv + 1); 0
@@ -236,11 +259,14 @@ KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
   at::Tensor feature_sums = at::zeros({m}, at::kFloat);
   at::Tensor value_sums = at::zeros({dv + 1}, at::kFloat);
   float* const sums_data = sums.data_ptr<float>();
-  float* const u = Scratch(ScratchSlot::kFeatures, chunk, m).data_ptr<float>();
-  float* const kept_values =
-      Scratch(ScratchSlot::kValueRows, chunk, dv).data_ptr<float>();
+  float* const feature_sums_data = feature_sums.data_ptr<float>();
+  float* const value_sums_data = value_sums.data_ptr<float>();
+  float* const u = Scratch(ScratchSlot::kFeatures, chunk, m);
+  float* const kept_values = Scratch(ScratchSlot::kValueRows, chunk, dv);
   const float* const projection =
       context_.scaled_projection_t().data_ptr<float>();
+  const float* const keys = key.data_ptr<float>();
+  const float* const values = value.data_ptr<float>();
   const int64_t key_stride = key.stride(0), value_stride = value.stride(0);
   std::vector<float> half(chunk);
   float shift = FeatureContext::kEmptyShift;
@@ -248,25 +274,23 @@ KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
   const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
   for (int64_t start = begin; start < end; start += chunk) {
     const int64_t rows = std::min(end, start + chunk) - start;
-    const float* x = key.data_ptr<float>() + start * key_stride;
+    const float* x = keys + start * key_stride;
     const uint8_t* keep_rows = keep != nullptr ? keep + start : nullptr;
     MatMul(rows, m, d, {x, key_stride, 1}, projection, m, u, m,
            /*accumulate=*/false);
     cpu::RowSquaredNorms(x, rows, d, key_stride, half_scale, half.data());
     const float shift_before = shift;
-    max_seen = std::max(
-        max_seen,
-        cpu::ExpWithRunningShift(u, half.data(), keep_rows, &shift, rows, m,
-                                 feature_sums.data_ptr<float>(), max_seen));
+    max_seen = std::max(max_seen, cpu::ExpWithRunningShift(
+                                      u, half.data(), keep_rows, &shift, rows,
+                                      m, feature_sums_data, max_seen));
     if (shift != shift_before) {
       const float scale = std::exp(shift_before - shift);
       for (int64_t i = 0; i < m * dv; ++i) sums_data[i] *= scale;
     }
-    int64_t v_stride = value_stride;
-    const float* v = KeptValues(value.data_ptr<float>() + start * value_stride,
-                                value_stride, rows, dv, keep_rows, kept_values,
-                                value_sums.data_ptr<float>(), &v_stride);
-    MatMul(m, dv, rows, {u, 1, m}, v, v_stride, sums_data, dv,
+    const cpu::MatrixView v =
+        KeptValues(values + start * value_stride, value_stride, rows, dv,
+                   keep_rows, kept_values, value_sums_data);
+    MatMul(m, dv, rows, {u, 1, m}, v.data, v.row_stride, sums_data, dv,
            /*accumulate=*/true);
   }
   // Settle the shift on the true max over the range.
@@ -278,33 +302,6 @@ KeyState LinearAttention::AccumulateKeysCpu(const HeadGroup& group,
   const auto opts = at::TensorOptions().dtype(at::kFloat);
   return {at::cat({sums, feature_sums.unsqueeze(1)}, 1).unsqueeze(0),
           at::full({1, 1, 1}, max_seen, opts), value_sums.view({1, 1, -1})};
-}
-
-// `rows` rows of values (row stride `stride`) with padding rows zeroed
-// (copied into `scratch`, rows × dv, only when there is a mask), and their
-// sum and count added to `value_sums` (dv + 1 floats) for the ε term.
-// Returns the rows to use, with their row stride in *out_stride.
-const float* LinearAttention::KeptValues(const float* values, int64_t stride,
-                                         int64_t rows, int64_t dv,
-                                         const uint8_t* keep, float* scratch,
-                                         float* value_sums,
-                                         int64_t* out_stride) const {
-  const float* v = values;
-  *out_stride = stride;
-  if (keep != nullptr) {
-    for (int64_t i = 0; i < rows; ++i) {
-      if (keep[i]) {
-        std::copy(values + i * stride, values + i * stride + dv,
-                  scratch + i * dv);
-      } else {
-        std::fill(scratch + i * dv, scratch + (i + 1) * dv, 0.0f);
-      }
-    }
-    v = scratch;
-    *out_stride = dv;
-  }
-  cpu::AddKeptRows(v, rows, dv, *out_stride, keep, value_sums);
-  return v;
 }
 
 void LinearAttention::Merge(KeyState& total, const KeyState& part) const {
@@ -351,28 +348,30 @@ void LinearAttention::QueriesCpu(const HeadGroup& group,
   const int64_t chunk = CpuChunkTokens(options_, end - begin);
   const at::Tensor sums = state[0].narrow(1, 0, dv).contiguous();
   const at::Tensor feature_sums = state[0].select(1, dv).contiguous();
-  float* const u = Scratch(ScratchSlot::kFeatures, chunk, m).data_ptr<float>();
-  float* const numerators =
-      Scratch(ScratchSlot::kValueRows, chunk, dv).data_ptr<float>();
+  float* const u = Scratch(ScratchSlot::kFeatures, chunk, m);
+  float* const numerators = Scratch(ScratchSlot::kValueRows, chunk, dv);
   const float* const projection =
       context_.scaled_projection_t().data_ptr<float>();
   std::vector<float> half(chunk), denominators(chunk);
   const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
   const at::Tensor query = group.query[0], out = group.out[0];
+  const float* const queries = query.data_ptr<float>();
+  const float* const sums_data = sums.data_ptr<float>();
+  const float* const feature_sums_data = feature_sums.data_ptr<float>();
+  float* const outputs = out.data_ptr<float>();
   const int64_t query_stride = query.stride(0), out_stride = out.stride(0);
   for (int64_t start = begin; start < end; start += chunk) {
     const int64_t rows = std::min(end, start + chunk) - start;
-    const float* x = query.data_ptr<float>() + start * query_stride;
+    const float* x = queries + start * query_stride;
     MatMul(rows, m, d, {x, query_stride, 1}, projection, m, u, m,
            /*accumulate=*/false);
     cpu::RowSquaredNorms(x, rows, d, query_stride, half_scale, half.data());
     cpu::QueryFeaturesWithDot(u, half.data(), rows, m, context_.epsilon(),
-                              feature_sums.data_ptr<float>(),
-                              denominators.data());
-    MatMul(rows, dv, m, {u, m, 1}, sums.data_ptr<float>(), dv, numerators, dv,
+                              feature_sums_data, denominators.data());
+    MatMul(rows, dv, m, {u, m, 1}, sums_data, dv, numerators, dv,
            /*accumulate=*/false);
     cpu::DivideRows(numerators, denominators.data(), rows, dv,
-                    out.data_ptr<float>() + start * out_stride, out_stride);
+                    outputs + start * out_stride, out_stride);
   }
 }
 
