@@ -66,6 +66,22 @@ __attribute__((target("avx512f"), always_inline)) inline void Tile(
 
 constexpr int64_t kTileRows = 6;
 
+// Tile<rows, kVectors> for a `rows` known only at run time, 1 ≤ rows ≤
+// kMaxRows: the remainder of a panel.
+template <int kVectors, int kMaxRows>
+__attribute__((target("avx512f"), always_inline)) inline void TileOfRows(
+    int64_t rows, int64_t depth, MatrixView a, const float* b, int64_t ldb,
+    float* c, int64_t ldc, bool accumulate, __mmask16 mask) {
+  if constexpr (kMaxRows > 0) {
+    if (rows == kMaxRows) {
+      Tile<kMaxRows, kVectors>(depth, a, b, ldb, c, ldc, accumulate, mask);
+    } else {
+      TileOfRows<kVectors, kMaxRows - 1>(rows, depth, a, b, ldb, c, ldc,
+                                         accumulate, mask);
+    }
+  }
+}
+
 // All rows of one column panel of kVectors vectors: full six-row tiles,
 // then one tile for the remaining rows.
 template <int kVectors>
@@ -80,27 +96,26 @@ __attribute__((target("avx512f"))) void Panel(int64_t rows, int64_t depth,
         depth, {a.data + i * a.row_stride, a.row_stride, a.column_stride}, b,
         ldb, c + i * ldc, ldc, accumulate, mask);
   }
-  const MatrixView rest{a.data + i * a.row_stride, a.row_stride,
-                        a.column_stride};
-  float* c_rest = c + i * ldc;
-  switch (rows - i) {
-    case 5:
-      Tile<5, kVectors>(depth, rest, b, ldb, c_rest, ldc, accumulate, mask);
-      break;
-    case 4:
-      Tile<4, kVectors>(depth, rest, b, ldb, c_rest, ldc, accumulate, mask);
-      break;
-    case 3:
-      Tile<3, kVectors>(depth, rest, b, ldb, c_rest, ldc, accumulate, mask);
-      break;
-    case 2:
-      Tile<2, kVectors>(depth, rest, b, ldb, c_rest, ldc, accumulate, mask);
-      break;
-    case 1:
-      Tile<1, kVectors>(depth, rest, b, ldb, c_rest, ldc, accumulate, mask);
-      break;
-    default:
-      break;
+  TileOfRows<kVectors, kTileRows - 1>(
+      rows - i, depth,
+      {a.data + i * a.row_stride, a.row_stride, a.column_stride}, b, ldb,
+      c + i * ldc, ldc, accumulate, mask);
+}
+
+// Panel<vectors> for a `vectors` known only at run time, 1 ≤ vectors ≤
+// kMaxVectors: the last panel of a product whose width is not a multiple
+// of 64.
+template <int kMaxVectors>
+__attribute__((target("avx512f"))) void PanelOfVectors(
+    int vectors, int64_t rows, int64_t depth, MatrixView a, const float* b,
+    int64_t ldb, float* c, int64_t ldc, bool accumulate, __mmask16 mask) {
+  if constexpr (kMaxVectors > 0) {
+    if (vectors == kMaxVectors) {
+      Panel<kMaxVectors>(rows, depth, a, b, ldb, c, ldc, accumulate, mask);
+    } else {
+      PanelOfVectors<kMaxVectors - 1>(vectors, rows, depth, a, b, ldb, c, ldc,
+                                      accumulate, mask);
+    }
   }
 }
 
@@ -114,20 +129,8 @@ __attribute__((target("avx512f"))) void GemmAvx512(int64_t rows, int64_t cols,
     const int vectors = static_cast<int>((width + 15) / 16);
     const int64_t tail = width - 16 * (vectors - 1);
     const __mmask16 mask = static_cast<__mmask16>((1u << tail) - 1);
-    switch (vectors) {
-      case 4:
-        Panel<4>(rows, depth, a, b + j, ldb, c + j, ldc, accumulate, mask);
-        break;
-      case 3:
-        Panel<3>(rows, depth, a, b + j, ldb, c + j, ldc, accumulate, mask);
-        break;
-      case 2:
-        Panel<2>(rows, depth, a, b + j, ldb, c + j, ldc, accumulate, mask);
-        break;
-      default:
-        Panel<1>(rows, depth, a, b + j, ldb, c + j, ldc, accumulate, mask);
-        break;
-    }
+    PanelOfVectors<4>(vectors, rows, depth, a, b + j, ldb, c + j, ldc,
+                      accumulate, mask);
   }
 }
 #pragma GCC diagnostic pop
