@@ -378,8 +378,8 @@ int main(int argc, char** argv) {
     } else if (arg.rfind("--huge_pages=", 0) == 0) {
       huge_pages = std::atoi(arg.c_str() + 13) != 0;
     } else if (arg.rfind("--cpu_gemm=", 0) == 0) {
-      favor::attention::cpu::SetFastGemmEnabledForTesting(
-          std::atoi(arg.c_str() + 11) != 0);
+      favor::attention::cpu::SetFastGemmEnabled(std::atoi(arg.c_str() + 11) !=
+                                                0);
     } else {
       argv[kept++] = argv[i];
     }

@@ -166,7 +166,7 @@ bool GemmIsFast() {
   return CpuHasAvx512() && gemm_enabled.load(std::memory_order_relaxed);
 }
 
-void SetFastGemmEnabledForTesting(bool enabled) {
+void SetFastGemmEnabled(bool enabled) {
   gemm_enabled.store(enabled, std::memory_order_relaxed);
 }
 

@@ -27,9 +27,10 @@ struct MatrixView {
 // than the BLAS, and callers should prefer the BLAS.
 bool GemmIsFast();
 
-// For tests: false makes Gemm take its plain loop and GemmIsFast() false, so
-// that callers take their other path; true restores the default.
-void SetFastGemmEnabledForTesting(bool enabled);
+// For tests and benchmarks (attention_bench --cpu_gemm=0): false makes
+// Gemm take its plain loop and GemmIsFast() false, so that callers take
+// their other path; true restores the default. Process-wide.
+void SetFastGemmEnabled(bool enabled);
 
 // c[i * ldc + j] (+)= Σ_k a(i, k) · b[k * ldb + j] for i < rows, j < cols,
 // k < depth; with `accumulate` false, c is overwritten (it need not be

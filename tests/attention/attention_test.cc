@@ -203,9 +203,9 @@ TEST(AttentionTest, FavorCpuProductsOnGemmAndOnBlasMatchExplicit) {
   AttentionOptions options;
   options.kernel = Kernel::kFavorPositive;
   for (bool fast : {true, false}) {
-    cpu::SetFastGemmEnabledForTesting(fast);
+    cpu::SetFastGemmEnabled(fast);
     const at::Tensor out = AttendOrDie(in.q, in.k, in.v, mask, options);
-    cpu::SetFastGemmEnabledForTesting(true);
+    cpu::SetFastGemmEnabled(true);
     for (int64_t b = 0; b < 2; ++b) {
       const int64_t keys = b == 0 ? 300 : 200;
       const at::Tensor want =

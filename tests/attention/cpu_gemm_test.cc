@@ -76,8 +76,8 @@ std::vector<Shape> Shapes() {
 
 class GemmTest : public testing::TestWithParam<bool> {
  protected:
-  void SetUp() override { SetFastGemmEnabledForTesting(GetParam()); }
-  void TearDown() override { SetFastGemmEnabledForTesting(true); }
+  void SetUp() override { SetFastGemmEnabled(GetParam()); }
+  void TearDown() override { SetFastGemmEnabled(true); }
 };
 
 TEST_P(GemmTest, MatchesDoubleSums) {
@@ -124,9 +124,9 @@ TEST(GemmSelectionTest, IsFastWhereTheCpuHasAvx512) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
   EXPECT_EQ(GemmIsFast(), __builtin_cpu_supports("avx512f") != 0);
 #endif
-  SetFastGemmEnabledForTesting(false);
+  SetFastGemmEnabled(false);
   EXPECT_FALSE(GemmIsFast());
-  SetFastGemmEnabledForTesting(true);
+  SetFastGemmEnabled(true);
 }
 
 }  // namespace
