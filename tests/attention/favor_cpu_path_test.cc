@@ -1,0 +1,157 @@
+// The fused FAVOR+ CPU path against the FAVOR+ definitions computed here in
+// double, on both of its product back ends (cpu::Gemm and the BLAS).
+#include "server/attention/favor_cpu_path.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "server/attention/cpu_gemm.h"
+#include "server/attention/projection.h"
+
+namespace favor::attention {
+namespace {
+
+constexpr int64_t kValueDim = 8, kFeatures = 32, kTokens = 150;
+constexpr float kEpsilon = 1e-3f;
+
+FeatureContext Context(Kernel kernel = Kernel::kFavorPositive,
+                       int64_t dim = 16) {
+  ProjectionOptions options;
+  options.num_features = kFeatures;
+  options.head_dim = dim;
+  options.seed = 5;
+  return *FeatureContext::Create(kernel, *DrawProjection(options), dim,
+                                 at::kCPU, kEpsilon);
+}
+
+enum class Keys { kPlain, kMasked, kGrowing };
+
+// kGrowing ends with keys along the first feature's direction whose u is so
+// much larger than the others' that the running shift must be raised by
+// more than cpu::kMaxShiftGap mid-range, rescaling the sums already taken,
+// while their features stay well inside float's range (which needs d = 64).
+HeadGroup Group(const FeatureContext& context, Keys keys) {
+  at::manual_seed(3);
+  const int64_t dim = context.scaled_projection_t().size(0);
+  HeadGroup group{at::randn({1, kTokens, dim}), at::randn({1, kTokens, dim}),
+                  at::randn({1, kTokens, kValueDim}), at::Tensor(),
+                  at::zeros({1, kTokens, kValueDim})};
+  if (keys == Keys::kMasked) group.keep = at::rand({kTokens}) > 0.3;
+  if (keys == Keys::kGrowing) {
+    const at::Tensor omega = context.scaled_projection_t().select(1, 0);
+    group.key.slice(1, kTokens - 10).copy_(34.0 * omega / omega.norm());
+  }
+  return group;
+}
+
+AttentionOptions SmallSteps() {
+  AttentionOptions options;
+  options.chunk_tokens = 16;  // short sequences cross many steps
+  return options;
+}
+
+// u = x'ᵀω and ‖x'‖²/2 for every token (and feature), in double. The
+// features are exp(u − ‖x'‖²/2 − shift), where the shift is the maximum of u
+// (over all kept keys, or over each query's row), as the reference
+// implementation takes it.
+struct Projected {
+  at::Tensor u;          // (L, m)
+  at::Tensor half_norm;  // (L, 1)
+};
+Projected Project(const FeatureContext& context, const at::Tensor& x) {
+  const at::Tensor xd = x[0].to(at::kDouble);
+  const double dim = static_cast<double>(x.size(2));
+  return {at::matmul(xd, context.scaled_projection_t().to(at::kDouble)),
+          xd.pow(2).sum(-1, true) / (2.0 * std::sqrt(dim))};
+}
+
+// [v | 1] with masked rows zeroed, (L, dv + 1), in double.
+at::Tensor KeptValuesWithOnes(const HeadGroup& group) {
+  at::Tensor v = at::cat(
+      {group.value[0].to(at::kDouble), at::ones({kTokens, 1}, at::kDouble)},
+      -1);
+  if (group.keep.defined()) v = v * group.keep.to(at::kDouble).unsqueeze(1);
+  return v;
+}
+
+double MaxRelativeError(const at::Tensor& actual, const at::Tensor& expected) {
+  const at::Tensor e = expected.to(at::kDouble);
+  return ((actual.to(at::kDouble) - e).abs().max() / e.abs().max())
+      .item<double>();
+}
+
+class FavorCpuPathTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { cpu::SetFastGemmEnabled(GetParam()); }
+  void TearDown() override { cpu::SetFastGemmEnabled(true); }
+};
+
+TEST_P(FavorCpuPathTest, KeySumsMatchTheDefinitionOnAnyRange) {
+  for (const Keys kind : {Keys::kPlain, Keys::kMasked, Keys::kGrowing}) {
+    const FeatureContext context =
+        Context(Kernel::kFavorPositive, kind == Keys::kGrowing ? 64 : 16);
+    const HeadGroup group = Group(context, kind);
+    const bool with_mask = kind == Keys::kMasked;
+    const int64_t begin = 7, end = kTokens - 5;
+    const KeyState state =
+        AccumulateKeysFavorCpu(context, SmallSteps(), group, begin, end);
+    const Projected keys = Project(context, group.key);
+    const at::Tensor u = keys.u.slice(0, begin, end);
+    const at::Tensor half_norm = keys.half_norm.slice(0, begin, end);
+    const at::Tensor v = KeptValuesWithOnes(group).slice(0, begin, end);
+    at::Tensor kept = at::ones({end - begin, 1}, at::kBool);
+    if (with_mask) kept = group.keep.slice(0, begin, end).unsqueeze(1);
+    const double shift =
+        u.masked_fill(kept.logical_not(), -1e300).max().item<double>();
+    const at::Tensor phi = (u - half_norm - shift).exp() * kept.to(at::kDouble);
+    EXPECT_NEAR(state.shift.item<double>(), shift, 1e-5);
+    EXPECT_LT(MaxRelativeError(state.sums[0], at::matmul(phi.t(), v)), 1e-5);
+    EXPECT_LT(MaxRelativeError(state.value_sums.view({-1}), v.sum(0)), 1e-6);
+  }
+}
+
+TEST_P(FavorCpuPathTest, QueriesMatchTheDefinition) {
+  const FeatureContext context = Context();
+  const HeadGroup group = Group(context, Keys::kPlain);
+  const at::Tensor state = at::rand({1, kFeatures, kValueDim + 1}) + 0.1;
+  const int64_t begin = 3, end = kTokens - 9;
+  QueriesFavorCpu(context, SmallSteps(), group, state, begin, end);
+  const Projected queries = Project(context, group.query);
+  const at::Tensor row_max = std::get<0>(queries.u.max(-1, true));
+  const at::Tensor phi =
+      (queries.u - queries.half_norm - row_max).exp() + kEpsilon;
+  const at::Tensor both = at::matmul(phi, state[0].to(at::kDouble));
+  const at::Tensor expected =
+      both.narrow(1, 0, kValueDim) / both.narrow(1, kValueDim, 1);
+  EXPECT_LT(MaxRelativeError(group.out[0].slice(0, begin, end),
+                             expected.slice(0, begin, end)),
+            1e-5);
+  // Rows outside the range are not written.
+  EXPECT_EQ(group.out[0].slice(0, 0, begin).abs().max().item<float>(), 0.0f);
+  EXPECT_EQ(group.out[0].slice(0, end).abs().max().item<float>(), 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FavorCpuPathTest,
+                         ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "CpuGemm" : "Blas";
+                         });
+
+TEST(FavorCpuPathAppliesTest, OnlyToFloatFavorPlusOneHeadUnitStrides) {
+  const FeatureContext favor = Context();
+  const HeadGroup group = Group(favor, Keys::kPlain);
+  EXPECT_TRUE(FavorCpuPathApplies(favor, group));
+  EXPECT_FALSE(FavorCpuPathApplies(Context(Kernel::kFavorHyperbolic), group));
+  HeadGroup two_heads = group;
+  two_heads.key = at::randn({2, kTokens, 16});
+  EXPECT_FALSE(FavorCpuPathApplies(favor, two_heads));
+  HeadGroup half = group;
+  half.query = group.query.to(at::kBFloat16);
+  EXPECT_FALSE(FavorCpuPathApplies(favor, half));
+  HeadGroup strided = group;
+  strided.value = at::randn({1, kTokens, 2 * kValueDim}).slice(2, 0, {}, 2);
+  EXPECT_FALSE(FavorCpuPathApplies(favor, strided));
+}
+
+}  // namespace
+}  // namespace favor::attention
