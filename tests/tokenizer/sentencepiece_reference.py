@@ -55,7 +55,8 @@ def encode_all(model_path, strings):
         # library's byte offsets to Unicode spans): back to bytes here.
         to_bytes = byte_offsets(text)
         out.append({"ids": [p.id for p in proto.pieces],
-                    "pieces": [p.piece for p in proto.pieces],
+                    "pieces": [processor.id_to_piece(p.id)
+                               for p in proto.pieces],
                     "offsets": [[to_bytes[p.begin], to_bytes[p.end]]
                                 for p in proto.pieces]})
     return out
