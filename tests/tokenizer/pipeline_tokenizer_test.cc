@@ -129,7 +129,7 @@ TEST(PipelineTokenizerTest, OneTokenizerEncodesFromManyThreadsAtOnce) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 300; ++i) {
+      for (int i = 0; i < 2000; ++i) {
         const size_t k = static_cast<size_t>(i + t) % texts.size();
         if (Encode(*bert, texts[k]) != expected[k]) ++mismatches[t];
       }
