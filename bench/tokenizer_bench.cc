@@ -26,9 +26,9 @@ namespace {
 struct BenchInputs {
   std::string prose_path = "/usr/share/common-licenses/GPL-3";
   std::string tokenizer_path = FAVOR_DEFAULT_BERT_TOKENIZER;
-  std::string prose;                         // the file's text
+  std::string prose;  // the file's text
   std::unique_ptr<Tokenizer> tokenizer;
-  std::string error;                         // why the benchmarks skip
+  std::string error;  // why the benchmarks skip
 };
 
 BenchInputs& Inputs() {
@@ -66,7 +66,8 @@ std::string Repeated(size_t min_bytes) {
 
 // One 1 MB text: throughput without per-call overheads.
 void BM_WordPieceProse(benchmark::State& state) {
-  if (!Inputs().error.empty()) return state.SkipWithError(Inputs().error.c_str());
+  if (!Inputs().error.empty())
+    return state.SkipWithError(Inputs().error.c_str());
   const std::string text = Repeated(size_t{1} << 20);
   size_t tokens = 0;
   for (auto _ : state) {
@@ -74,17 +75,19 @@ void BM_WordPieceProse(benchmark::State& state) {
     tokens = encoding->size();
     benchmark::DoNotOptimize(encoding);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+  state.SetBytesProcessed(
+      static_cast<int64_t>(state.iterations() * text.size()));
   state.counters["tokens"] = static_cast<double>(tokens);
-  state.counters["tokens/s"] = benchmark::Counter(
-      static_cast<double>(tokens * state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(tokens * state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_WordPieceProse)->Unit(benchmark::kMillisecond);
 
 // The prose a line at a time, as short requests arrive.
 void BM_WordPieceProseLines(benchmark::State& state) {
-  if (!Inputs().error.empty()) return state.SkipWithError(Inputs().error.c_str());
+  if (!Inputs().error.empty())
+    return state.SkipWithError(Inputs().error.c_str());
   std::vector<std::string> lines;
   for (absl::string_view line : absl::StrSplit(Inputs().prose, '\n')) {
     if (!line.empty()) lines.emplace_back(line);
@@ -103,7 +106,8 @@ BENCHMARK(BM_WordPieceProseLines)->Unit(benchmark::kMillisecond);
 
 // A document of at least 1,000,000 tokens, encoded whole.
 void BM_WordPieceMillionTokens(benchmark::State& state) {
-  if (!Inputs().error.empty()) return state.SkipWithError(Inputs().error.c_str());
+  if (!Inputs().error.empty())
+    return state.SkipWithError(Inputs().error.c_str());
   const auto tokens_of = [](const std::string& text) {
     return Inputs().tokenizer->Encode(text)->size();
   };
@@ -141,10 +145,11 @@ int main(int argc, char** argv) {
   }
   argc = kept;
   favor::tokenizer::Load();
-  std::printf("tokenizer_bench: prose %s (%zu bytes), tokenizer %s%s%s\n",
-              inputs.prose_path.c_str(), inputs.prose.size(),
-              inputs.tokenizer_path.c_str(), inputs.error.empty() ? "" : "\n  skipping: ",
-              inputs.error.c_str());
+  std::printf(
+      "tokenizer_bench: prose %s (%zu bytes), tokenizer %s%s%s\n",
+      inputs.prose_path.c_str(), inputs.prose.size(),
+      inputs.tokenizer_path.c_str(),
+      inputs.error.empty() ? "" : "\n  skipping: ", inputs.error.c_str());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

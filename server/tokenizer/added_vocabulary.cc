@@ -101,8 +101,8 @@ void AddedVocabulary::Split(absl::string_view text,
     if (token->lstrip) begin = WhitespaceBefore(text, plain_begin, begin);
     if (token->rstrip) end = WhitespaceAfter(text, end);
     if (begin > plain_begin) {
-      segments->push_back({{static_cast<uint32_t>(plain_begin),
-                            static_cast<uint32_t>(begin)}});
+      segments->push_back(
+          {{static_cast<uint32_t>(plain_begin), static_cast<uint32_t>(begin)}});
     }
     segments->push_back(
         {{static_cast<uint32_t>(begin), static_cast<uint32_t>(end)},

@@ -12,8 +12,8 @@ void BertPreTokenizer::Split(absl::string_view normalized,
   size_t pos = 0;
   auto close_word = [&](size_t end) {
     if (word_begin != kNone) {
-      words->push_back({static_cast<uint32_t>(word_begin),
-                        static_cast<uint32_t>(end)});
+      words->push_back(
+          {static_cast<uint32_t>(word_begin), static_cast<uint32_t>(end)});
       word_begin = kNone;
     }
   };

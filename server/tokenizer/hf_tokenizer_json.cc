@@ -39,8 +39,8 @@ const Json* Member(const Json& object, const char* key) {
   return &*found;
 }
 
-absl::StatusOr<bool> GetBool(const Json& object, const char* key,
-                             bool fallback, absl::string_view where) {
+absl::StatusOr<bool> GetBool(const Json& object, const char* key, bool fallback,
+                             absl::string_view where) {
   const Json* value = Member(object, key);
   if (value == nullptr) return fallback;
   if (!value->is_boolean()) {
@@ -72,8 +72,8 @@ absl::StatusOr<int64_t> GetInt(const Json& value, int64_t low, int64_t high,
     const auto number = value.get<int64_t>();
     if (number >= low && number <= high) return number;
   }
-  return Invalid(where, absl::StrCat("must be an integer in [", low, ", ",
-                                     high, "], got ", DescribeJson(value)));
+  return Invalid(where, absl::StrCat("must be an integer in [", low, ", ", high,
+                                     "], got ", DescribeJson(value)));
 }
 
 absl::StatusOr<const Json*> GetObject(const Json& parent, const char* key,
@@ -107,10 +107,12 @@ absl::StatusOr<std::vector<std::string>> ParseVocab(const Json& model,
   std::vector<std::string> pieces(vocab->size());
   std::vector<bool> seen(vocab->size(), false);
   for (const auto& [piece, id_json] : vocab->items()) {
-    const std::string entry = absl::StrCat(where, "[", model::Quote(piece), "]");
+    const std::string entry =
+        absl::StrCat(where, "[", model::Quote(piece), "]");
     ASSIGN_OR_RETURN(const int64_t id, GetInt(id_json, 0, size - 1, entry));
     if (seen[id]) {
-      return Invalid(entry, absl::StrCat("id ", id, " is used twice (the ids "
+      return Invalid(entry, absl::StrCat("id ", id,
+                                         " is used twice (the ids "
                                          "must be 0..n-1, each once)"));
     }
     seen[id] = true;
@@ -126,7 +128,8 @@ absl::StatusOr<std::unique_ptr<Model>> ParseModel(const Json& root,
   if (model == nullptr) return Invalid(where, "is missing");
   ASSIGN_OR_RETURN(const std::string type, TypeOf(*model, where));
   if (type != "WordPiece") {
-    return Invalid(where, absl::StrCat("type \"", type, "\" is not supported "
+    return Invalid(where, absl::StrCat("type \"", type,
+                                       "\" is not supported "
                                        "(supported: WordPiece; SentencePiece "
                                        "models load from their .model file)"));
   }
@@ -137,10 +140,9 @@ absl::StatusOr<std::unique_ptr<Model>> ParseModel(const Json& root,
                    GetString(*model, "continuing_subword_prefix",
                              options.continuing_subword_prefix, where));
   if (const Json* max_chars = Member(*model, "max_input_chars_per_word")) {
-    ASSIGN_OR_RETURN(
-        options.max_input_chars_per_word,
-        GetInt(*max_chars, 1, WordPiece::kMaxInputCharsLimit,
-               absl::StrCat(where, ".max_input_chars_per_word")));
+    ASSIGN_OR_RETURN(options.max_input_chars_per_word,
+                     GetInt(*max_chars, 1, WordPiece::kMaxInputCharsLimit,
+                            absl::StrCat(where, ".max_input_chars_per_word")));
   }
   ASSIGN_OR_RETURN(std::vector<std::string> pieces, ParseVocab(*model, what));
   auto wordpiece = WordPiece::Create(std::move(pieces), options);
@@ -155,7 +157,8 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(
   if (stage == nullptr) return std::unique_ptr<Normalizer>();
   ASSIGN_OR_RETURN(const std::string type, TypeOf(*stage, where));
   if (type != "BertNormalizer") {
-    return Invalid(where, absl::StrCat("type \"", type, "\" is not supported "
+    return Invalid(where, absl::StrCat("type \"", type,
+                                       "\" is not supported "
                                        "(supported: BertNormalizer)"));
   }
   BertNormalizer::Options options;
@@ -163,13 +166,13 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(
                    GetBool(*stage, "clean_text", true, where));
   ASSIGN_OR_RETURN(options.handle_chinese_chars,
                    GetBool(*stage, "handle_chinese_chars", true, where));
-  ASSIGN_OR_RETURN(options.lowercase, GetBool(*stage, "lowercase", true, where));
+  ASSIGN_OR_RETURN(options.lowercase,
+                   GetBool(*stage, "lowercase", true, where));
   if (Member(*stage, "strip_accents") != nullptr) {
     ASSIGN_OR_RETURN(options.strip_accents,
                      GetBool(*stage, "strip_accents", false, where));
   }
-  return std::unique_ptr<Normalizer>(
-      std::make_unique<BertNormalizer>(options));
+  return std::unique_ptr<Normalizer>(std::make_unique<BertNormalizer>(options));
 }
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(
@@ -179,7 +182,8 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(
   if (stage == nullptr) return std::unique_ptr<PreTokenizer>();
   ASSIGN_OR_RETURN(const std::string type, TypeOf(*stage, where));
   if (type != "BertPreTokenizer") {
-    return Invalid(where, absl::StrCat("type \"", type, "\" is not supported "
+    return Invalid(where, absl::StrCat("type \"", type,
+                                       "\" is not supported "
                                        "(supported: BertPreTokenizer)"));
   }
   return std::unique_ptr<PreTokenizer>(std::make_unique<BertPreTokenizer>());
@@ -188,13 +192,14 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(
 absl::StatusOr<AddedToken> ParseAddedToken(const Json& entry,
                                            absl::string_view where) {
   if (!entry.is_object()) {
-    return Invalid(where, absl::StrCat("must be an object, got ",
-                                       DescribeJson(entry)));
+    return Invalid(
+        where, absl::StrCat("must be an object, got ", DescribeJson(entry)));
   }
   AddedToken token;
   const Json* id = Member(entry, "id");
   if (id == nullptr) return Invalid(where, "\"id\" is missing");
-  ASSIGN_OR_RETURN(token.id, GetInt(*id, 0, kMaxId, absl::StrCat(where, ".id")));
+  ASSIGN_OR_RETURN(token.id,
+                   GetInt(*id, 0, kMaxId, absl::StrCat(where, ".id")));
   ASSIGN_OR_RETURN(token.content, GetString(entry, "content", "", where));
   RETURN_IF_ERROR(CheckUtf8(token.content, absl::StrCat(where, ".content")));
   ASSIGN_OR_RETURN(token.special, GetBool(entry, "special", false, where));
@@ -205,8 +210,9 @@ absl::StatusOr<AddedToken> ParseAddedToken(const Json& entry,
   ASSIGN_OR_RETURN(const bool normalized,
                    GetBool(entry, "normalized", false, where));
   if (single_word || normalized) {
-    return Invalid(where, "\"single_word\": true and \"normalized\": true are "
-                          "not supported");
+    return Invalid(where,
+                   "\"single_word\": true and \"normalized\": true are "
+                   "not supported");
   }
   return token;
 }
@@ -217,13 +223,14 @@ absl::StatusOr<AddedVocabulary> ParseAddedTokens(const Json& root,
   const Json* list = Member(root, "added_tokens");
   if (list == nullptr) return AddedVocabulary();
   if (!list->is_array()) {
-    return Invalid(where, absl::StrCat("must be an array, got ",
-                                       DescribeJson(*list)));
+    return Invalid(where,
+                   absl::StrCat("must be an array, got ", DescribeJson(*list)));
   }
   std::vector<AddedToken> tokens;
   for (size_t i = 0; i < list->size(); ++i) {
-    ASSIGN_OR_RETURN(AddedToken token,
-                     ParseAddedToken((*list)[i], absl::StrCat(where, "[", i, "]")));
+    ASSIGN_OR_RETURN(
+        AddedToken token,
+        ParseAddedToken((*list)[i], absl::StrCat(where, "[", i, "]")));
     tokens.push_back(std::move(token));
   }
   auto vocabulary = AddedVocabulary::Create(std::move(tokens));
@@ -275,10 +282,10 @@ absl::StatusOr<std::vector<TemplateProcessing::Item>> ParseTemplate(
   }
   std::vector<TemplateProcessing::Item> items;
   for (const Json& piece : *single) {
-    const Json* special = piece.is_object() ? Member(piece, "SpecialToken")
-                                            : nullptr;
-    const Json* sequence = piece.is_object() ? Member(piece, "Sequence")
-                                             : nullptr;
+    const Json* special =
+        piece.is_object() ? Member(piece, "SpecialToken") : nullptr;
+    const Json* sequence =
+        piece.is_object() ? Member(piece, "Sequence") : nullptr;
     if (sequence != nullptr && sequence->is_object()) {
       ASSIGN_OR_RETURN(const std::string id,
                        GetString(*sequence, "id", "", where));
@@ -302,14 +309,13 @@ absl::StatusOr<TemplateProcessing::Item> ParseBertSpecial(
   const Json* pair = Member(stage, key);
   if (pair == nullptr || !pair->is_array() || pair->size() != 2 ||
       !(*pair)[0].is_string()) {
-    return Invalid(where, absl::StrCat("\"", key,
-                                       "\" must be [token, id]"));
+    return Invalid(where, absl::StrCat("\"", key, "\" must be [token, id]"));
   }
   TemplateProcessing::Item item;
   item.token = (*pair)[0].get<std::string>();
   RETURN_IF_ERROR(CheckUtf8(item.token, where));
-  ASSIGN_OR_RETURN(item.id, GetInt((*pair)[1], 0, kMaxId,
-                                   absl::StrCat(where, ".", key)));
+  ASSIGN_OR_RETURN(
+      item.id, GetInt((*pair)[1], 0, kMaxId, absl::StrCat(where, ".", key)));
   return item;
 }
 
@@ -327,12 +333,14 @@ absl::Status ParsePostProcessor(const Json& root, absl::string_view what,
     ASSIGN_OR_RETURN(const auto sep, ParseBertSpecial(*stage, "sep", where));
     items = {cls, {/*is_sequence=*/true, "", 0}, sep};
   } else {
-    return Invalid(where, absl::StrCat("type \"", type, "\" is not supported "
+    return Invalid(where, absl::StrCat("type \"", type,
+                                       "\" is not supported "
                                        "(supported: TemplateProcessing, "
                                        "BertProcessing)"));
   }
   for (const auto& item : items) {
-    if (!item.is_sequence) stages->extra_special_tokens.push_back({item.token, item.id});
+    if (!item.is_sequence)
+      stages->extra_special_tokens.push_back({item.token, item.id});
   }
   auto processing = TemplateProcessing::Create(std::move(items));
   if (!processing.ok()) return Invalid(where, processing.status().message());

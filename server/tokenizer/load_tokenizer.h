@@ -48,8 +48,8 @@ struct SentencePieceOptions {
 struct TokenizerSpec {
   TokenizerFormat format = TokenizerFormat::kTokenizerJson;
   std::string path;
-  VocabTxtOptions vocab_txt;              // kVocabTxt only
-  SentencePieceOptions sentencepiece;     // kSentencePiece only
+  VocabTxtOptions vocab_txt;           // kVocabTxt only
+  SentencePieceOptions sentencepiece;  // kSentencePiece only
   // Files above this size are refused before they are read, so a hostile
   // or mistaken path cannot exhaust memory. Real ones are far smaller:
   // bert-base-uncased's tokenizer.json is 0.7 MB, XLM-R's .model 5 MB.

@@ -22,8 +22,8 @@ void NormalizedString::AssignIdentity(absl::string_view text,
 void NormalizedString::Append(char32_t c, uint32_t source_begin,
                               uint32_t source_end) {
   char bytes[4];
-  const int length = c < 0x80 ? (bytes[0] = static_cast<char>(c), 1)
-                              : EncodeUtf8(c, bytes);
+  const int length =
+      c < 0x80 ? (bytes[0] = static_cast<char>(c), 1) : EncodeUtf8(c, bytes);
   text_.append(bytes, length);
   source_begin_.insert(source_begin_.end(), length, source_begin);
   source_end_.insert(source_end_.end(), length, source_end);

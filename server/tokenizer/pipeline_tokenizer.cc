@@ -12,9 +12,9 @@ namespace favor::tokenizer {
 absl::Status CheckText(absl::string_view text) {
   if (text.empty()) return absl::InvalidArgumentError("text is empty");
   if (text.size() > kMaxTextBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "text has ", text.size(), " bytes, over the tokenizer's limit of ",
-        kMaxTextBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("text has ", text.size(),
+                     " bytes, over the tokenizer's limit of ", kMaxTextBytes));
   }
   return ValidateUtf8(text, "text");
 }
@@ -38,10 +38,9 @@ PipelineTokenizer::PipelineTokenizer(Stages stages)
         [&](const SpecialToken& seen) { return seen.id == token.id; });
     if (!known) special_tokens_.push_back(token);
   }
-  std::sort(special_tokens_.begin(), special_tokens_.end(),
-            [](const SpecialToken& a, const SpecialToken& b) {
-              return a.id < b.id;
-            });
+  std::sort(
+      special_tokens_.begin(), special_tokens_.end(),
+      [](const SpecialToken& a, const SpecialToken& b) { return a.id < b.id; });
 }
 
 absl::StatusOr<Encoding> PipelineTokenizer::Encode(
@@ -68,8 +67,8 @@ absl::StatusOr<Encoding> PipelineTokenizer::Encode(
   return encoding;
 }
 
-void PipelineTokenizer::EncodeSegment(absl::string_view text,
-                                      ByteRange segment, Scratch* scratch,
+void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
+                                      Scratch* scratch,
                                       Encoding* encoding) const {
   const absl::string_view piece =
       text.substr(segment.begin, segment.end - segment.begin);

@@ -22,11 +22,11 @@ namespace favor::tokenizer {
 class PipelineTokenizer final : public Tokenizer {
  public:
   struct Stages {
-    std::string kind;                            // what kind() reports
-    AddedVocabulary added;                       // may be empty
-    std::unique_ptr<Normalizer> normalizer;      // null: text as is
-    std::unique_ptr<PreTokenizer> pre_tokenizer; // null: a segment is a word
-    std::unique_ptr<Model> model;                // required
+    std::string kind;                               // what kind() reports
+    AddedVocabulary added;                          // may be empty
+    std::unique_ptr<Normalizer> normalizer;         // null: text as is
+    std::unique_ptr<PreTokenizer> pre_tokenizer;    // null: a segment is a word
+    std::unique_ptr<Model> model;                   // required
     std::unique_ptr<PostProcessor> post_processor;  // null: none
     // Special tokens to report besides the added ones marked special: those
     // the post-processor places, the model's unknown token, ...

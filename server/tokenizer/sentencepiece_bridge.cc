@@ -38,7 +38,8 @@ bool Processor::Encode(std::string_view text, std::vector<Piece>* pieces,
   const sentencepiece::ImmutableSentencePieceText immutable =
       processor_->EncodeAsImmutableProto(text);
   for (const auto& piece : immutable.pieces()) {
-    pieces->push_back({static_cast<int>(piece.id()), piece.begin(), piece.end()});
+    pieces->push_back(
+        {static_cast<int>(piece.id()), piece.begin(), piece.end()});
   }
   return true;
 }

@@ -66,16 +66,18 @@ absl::Status AddBosEos(const SentencePieceOptions& options,
   std::vector<TemplateProcessing::Item> items = {{/*is_sequence=*/true, "", 0}};
   const auto add = [&](int id, const char* name, bool front) -> absl::Status {
     if (id < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": ", name, " is asked for but the model has no ", name,
-          " token"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", name, " is asked for but the model has no ",
+                       name, " token"));
     }
     TemplateProcessing::Item item{false, processor.IdToPiece(id), id};
     items.insert(front ? items.begin() : items.end(), item);
     return absl::OkStatus();
   };
-  if (options.add_bos) RETURN_IF_ERROR(add(processor.bos_id(), "add_bos", true));
-  if (options.add_eos) RETURN_IF_ERROR(add(processor.eos_id(), "add_eos", false));
+  if (options.add_bos)
+    RETURN_IF_ERROR(add(processor.bos_id(), "add_bos", true));
+  if (options.add_eos)
+    RETURN_IF_ERROR(add(processor.eos_id(), "add_eos", false));
   if (items.size() == 1) return absl::OkStatus();
   ASSIGN_OR_RETURN(auto processing, TemplateProcessing::Create(items));
   stages->post_processor =
@@ -95,7 +97,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromSentencePiece(
   stages.kind = "sentencepiece";
   for (const int id :
        {processor.unk_id(), processor.bos_id(), processor.eos_id()}) {
-    if (id >= 0) stages.extra_special_tokens.push_back({processor.IdToPiece(id), id});
+    if (id >= 0)
+      stages.extra_special_tokens.push_back({processor.IdToPiece(id), id});
   }
   RETURN_IF_ERROR(AddBosEos(options, processor, what, &stages));
   stages.model = std::move(loaded);

@@ -23,7 +23,8 @@ absl::Status ValidateUtf8(absl::string_view text, absl::string_view what) {
       continue;
     }
     utf8proc_int32_t c;
-    const utf8proc_ssize_t length = utf8proc_iterate(bytes + pos, size - pos, &c);
+    const utf8proc_ssize_t length =
+        utf8proc_iterate(bytes + pos, size - pos, &c);
     if (length <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, " is not valid UTF-8: invalid byte 0x",
@@ -35,8 +36,9 @@ absl::Status ValidateUtf8(absl::string_view text, absl::string_view what) {
 }
 
 int EncodeUtf8(char32_t c, char* out) {
-  return static_cast<int>(utf8proc_encode_char(
-      static_cast<utf8proc_int32_t>(c), reinterpret_cast<utf8proc_uint8_t*>(out)));
+  return static_cast<int>(
+      utf8proc_encode_char(static_cast<utf8proc_int32_t>(c),
+                           reinterpret_cast<utf8proc_uint8_t*>(out)));
 }
 
 bool IsWhitespace(char32_t c) {
@@ -108,8 +110,8 @@ int Lowercase(char32_t c, char32_t* out) {
     out[1] = 0x307;  // COMBINING DOT ABOVE
     return 2;
   }
-  out[0] = static_cast<char32_t>(
-      utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));
+  out[0] =
+      static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));
   return 1;
 }
 

@@ -23,8 +23,8 @@ absl::StatusOr<std::vector<std::string>> ReadPieces(absl::string_view vocab,
   if (!vocab.empty() && vocab.back() == '\n') vocab.remove_suffix(1);
   std::vector<std::string> pieces;
   for (absl::string_view line : absl::StrSplit(vocab, '\n')) {
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' ||
-                             line.back() == '\r')) {
+    while (!line.empty() &&
+           (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
       line.remove_suffix(1);
     }
     pieces.emplace_back(line);

@@ -25,10 +25,10 @@ absl::StatusOr<std::unique_ptr<WordPiece>> WordPiece::Create(
   }
   if (options.max_input_chars_per_word < 1 ||
       options.max_input_chars_per_word > kMaxInputCharsLimit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "WordPiece: max_input_chars_per_word ",
-        options.max_input_chars_per_word, " is outside [1, ",
-        kMaxInputCharsLimit, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("WordPiece: max_input_chars_per_word ",
+                     options.max_input_chars_per_word, " is outside [1, ",
+                     kMaxInputCharsLimit, "]"));
   }
   auto model = absl::WrapUnique(new WordPiece(std::move(pieces), options));
   const auto unk = model->word_start_.find(options.unk_token);
@@ -78,10 +78,10 @@ bool WordPiece::SplitWord(absl::string_view word,
   while (start < word.size()) {
     // With an empty prefix, later pieces are looked up as first ones.
     const bool whole = start == 0 || options_.continuing_subword_prefix.empty();
-    const auto match = LongestPrefix(
-        whole ? word_start_ : continuation_,
-        whole ? longest_word_start_ : longest_continuation_,
-        word.substr(start));
+    const auto match =
+        LongestPrefix(whole ? word_start_ : continuation_,
+                      whole ? longest_word_start_ : longest_continuation_,
+                      word.substr(start));
     if (!match) return false;
     tokens->push_back({match->first, static_cast<uint32_t>(start),
                        static_cast<uint32_t>(start + match->second)});

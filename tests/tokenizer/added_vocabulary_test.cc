@@ -34,8 +34,8 @@ TEST(AddedVocabularyTest, LeftmostThenLongestMatch) {
   EXPECT_EQ(Split(vocabulary, "x[AB]y[A]"),
             (std::vector<std::string>{"-1@0-1", "2@1-5", "-1@5-6", "1@6-9"}));
   // "[AB" is not a token: the scan moves on and finds "B]x" inside.
-  EXPECT_EQ(Split(vocabulary, "[AB]x"), (std::vector<std::string>{"2@0-4",
-                                                                  "-1@4-5"}));
+  EXPECT_EQ(Split(vocabulary, "[AB]x"),
+            (std::vector<std::string>{"2@0-4", "-1@4-5"}));
   EXPECT_EQ(Split(vocabulary, "[A[AB]"),
             (std::vector<std::string>{"-1@0-2", "2@2-6"}));
 }

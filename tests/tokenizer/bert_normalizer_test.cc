@@ -15,8 +15,8 @@ struct Normalized {
   std::vector<std::pair<size_t, size_t>> spans;
 };
 
-Normalized Normalize(const BertNormalizer::Options& options, const std::string& in,
-               uint32_t offset = 0) {
+Normalized Normalize(const BertNormalizer::Options& options,
+                     const std::string& in, uint32_t offset = 0) {
   NormalizedString out;
   BertNormalizer(options).Normalize(in, offset, &out);
   Normalized result{out.text(), {}};
@@ -41,24 +41,35 @@ TEST(BertNormalizerTest, SpansAreShiftedBySourceOffset) {
 }
 
 TEST(BertNormalizerTest, CleanTextDropsControlsAndMapsWhitespace) {
-  const Normalized n =
-      Normalize({}, std::string("a\0b\tc\xEF\xBF\xBD" "d\xE2\x80\x8B" "e\xE3\x80\x80" "f", 17));
+  const Normalized n = Normalize({}, std::string("a\0b\tc\xEF\xBF\xBD"
+                                                 "d\xE2\x80\x8B"
+                                                 "e\xE3\x80\x80"
+                                                 "f",
+                                                 17));
   EXPECT_EQ(n.text, "ab cde f");
   // The space from U+3000 points at its three bytes.
   EXPECT_EQ(n.spans[6], (std::pair<size_t, size_t>{13, 16}));
   BertNormalizer::Options raw;
   raw.clean_text = false;
-  EXPECT_EQ(Normalize(raw, std::string("a\0b", 3)).text, std::string("a\0b", 3));
+  EXPECT_EQ(Normalize(raw, std::string("a\0b", 3)).text,
+            std::string("a\0b", 3));
 }
 
 TEST(BertNormalizerTest, SpacesAroundIdeographsPointAtThem) {
-  const Normalized n = Normalize({}, "a\xE4\xB8\xAD" "b");  // a中b
+  const Normalized n = Normalize({},
+                                 "a\xE4\xB8\xAD"
+                                 "b");  // a中b
   EXPECT_EQ(n.text, "a \xE4\xB8\xAD b");
-  EXPECT_EQ(n.spans, (Spans{{0, 1}, {1, 4}, {1, 4}, {1, 4}, {1, 4}, {1, 4},
-                            {4, 5}}));
+  EXPECT_EQ(n.spans,
+            (Spans{{0, 1}, {1, 4}, {1, 4}, {1, 4}, {1, 4}, {1, 4}, {4, 5}}));
   BertNormalizer::Options off;
   off.handle_chinese_chars = false;
-  EXPECT_EQ(Normalize(off, "a\xE4\xB8\xAD" "b").text, "a\xE4\xB8\xAD" "b");
+  EXPECT_EQ(Normalize(off,
+                      "a\xE4\xB8\xAD"
+                      "b")
+                .text,
+            "a\xE4\xB8\xAD"
+            "b");
 }
 
 TEST(BertNormalizerTest, StripAccentsFollowsLowercaseUnlessSet) {
@@ -67,7 +78,8 @@ TEST(BertNormalizerTest, StripAccentsFollowsLowercaseUnlessSet) {
   EXPECT_EQ(Normalize(keep_accents, "\xC3\x89").text, "\xC3\xA9");  // É → é
   BertNormalizer::Options cased;
   cased.lowercase = false;
-  EXPECT_EQ(Normalize(cased, "\xC3\x89").text, "\xC3\x89");  // null: no stripping
+  EXPECT_EQ(Normalize(cased, "\xC3\x89").text,
+            "\xC3\x89");  // null: no stripping
   cased.strip_accents = true;
   EXPECT_EQ(Normalize(cased, "\xC3\x89").text, "E");
 }
@@ -86,7 +98,8 @@ TEST(BertNormalizerTest, DottedCapitalIUnderBothOrders) {
 TEST(BertNormalizerTest, HangulDecomposesIntoJamoSharingTheSyllablesSpan) {
   const Normalized n = Normalize({}, "\xED\x95\x9C");  // 한
   EXPECT_EQ(n.text, "\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB");
-  for (const auto& span : n.spans) EXPECT_EQ(span, (std::pair<size_t, size_t>{0, 3}));
+  for (const auto& span : n.spans)
+    EXPECT_EQ(span, (std::pair<size_t, size_t>{0, 3}));
 }
 
 TEST(BertNormalizerTest, CombiningMarksAreCanonicallyOrdered) {
@@ -95,15 +108,18 @@ TEST(BertNormalizerTest, CombiningMarksAreCanonicallyOrdered) {
   BertNormalizer::Options options;
   options.lowercase = false;
   options.strip_accents = true;
-  const Normalized n =
-      Normalize(options, "x\xF0\x9D\x85\xAD\xF0\x9D\x85\xA5");
+  const Normalized n = Normalize(options, "x\xF0\x9D\x85\xAD\xF0\x9D\x85\xA5");
   EXPECT_EQ(n.text, "x\xF0\x9D\x85\xA5\xF0\x9D\x85\xAD");
   EXPECT_EQ(n.spans[1], (std::pair<size_t, size_t>{5, 9}));
   EXPECT_EQ(n.spans[5], (std::pair<size_t, size_t>{1, 5}));
 }
 
 TEST(BertNormalizerTest, LoneCombiningMarksDisappearWhenStripping) {
-  EXPECT_EQ(Normalize({}, "\xCC\x81" "a\xCC\x81\xCC\x81").text, "a");
+  EXPECT_EQ(Normalize({},
+                      "\xCC\x81"
+                      "a\xCC\x81\xCC\x81")
+                .text,
+            "a");
   BertNormalizer::Options keep_accents;
   keep_accents.strip_accents = false;
   EXPECT_EQ(Normalize(keep_accents, "\xCC\x81").text, "\xCC\x81");

@@ -9,31 +9,31 @@
 namespace favor::tokenizer {
 namespace {
 
-using Words = std::vector<std::pair<std::string, std::pair<uint32_t, uint32_t>>>;
+using Words =
+    std::vector<std::pair<std::string, std::pair<uint32_t, uint32_t>>>;
 
 Words Split(absl::string_view text) {
   std::vector<ByteRange> ranges;
   BertPreTokenizer().Split(text, &ranges);
   Words words;
   for (const ByteRange& r : ranges) {
-    words.push_back({std::string(text.substr(r.begin, r.end - r.begin)),
-                     {r.begin, r.end}});
+    words.push_back(
+        {std::string(text.substr(r.begin, r.end - r.begin)), {r.begin, r.end}});
   }
   return words;
 }
 
 // Hugging Face's own test of BertPreTokenizer (pre_tokenizers/bert.rs).
 TEST(BertPreTokenizerTest, SplitsOnWhitespaceAndIsolatesPunctuation) {
-  EXPECT_EQ(Split("Hey friend!     How are you?!?"),
-            (Words{{"Hey", {0, 3}},
-                   {"friend", {4, 10}},
-                   {"!", {10, 11}},
-                   {"How", {16, 19}},
-                   {"are", {20, 23}},
-                   {"you", {24, 27}},
-                   {"?", {27, 28}},
-                   {"!", {28, 29}},
-                   {"?", {29, 30}}}));
+  EXPECT_EQ(Split("Hey friend!     How are you?!?"), (Words{{"Hey", {0, 3}},
+                                                            {"friend", {4, 10}},
+                                                            {"!", {10, 11}},
+                                                            {"How", {16, 19}},
+                                                            {"are", {20, 23}},
+                                                            {"you", {24, 27}},
+                                                            {"?", {27, 28}},
+                                                            {"!", {28, 29}},
+                                                            {"?", {29, 30}}}));
 }
 
 TEST(BertPreTokenizerTest, UnicodePunctuationAndWhitespace) {

@@ -113,9 +113,8 @@ TEST(PipelineTokenizerTest, ReportsVocabularyAndSpecialTokens) {
   for (const SpecialToken& t : bert->special_tokens()) {
     specials.push_back(absl::StrCat(t.content, "=", t.id));
   }
-  EXPECT_EQ(specials, (std::vector<std::string>{"[PAD]=0", "[UNK]=1",
-                                                "[CLS]=2", "[SEP]=3",
-                                                "[MASK]=4"}));
+  EXPECT_EQ(specials, (std::vector<std::string>{"[PAD]=0", "[UNK]=1", "[CLS]=2",
+                                                "[SEP]=3", "[MASK]=4"}));
 }
 
 TEST(PipelineTokenizerTest, OneTokenizerEncodesFromManyThreadsAtOnce) {

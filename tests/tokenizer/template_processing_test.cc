@@ -28,18 +28,17 @@ TEST(TemplateProcessingTest, PlacesSpecialTokensWithEmptySpans) {
   EXPECT_EQ(processing.added_tokens(), 2u);
   processing.Process(&encoding);
   EXPECT_EQ(encoding.ids, (std::vector<int32_t>{101, 7, 8, 9, 102}));
-  EXPECT_EQ(encoding.tokens, (std::vector<absl::string_view>{
-                                 "[CLS]", "a", "b", "c", "[SEP]"}));
-  EXPECT_EQ(encoding.spans, (std::vector<TokenSpan>{
-                                {0, 0}, {0, 1}, {2, 3}, {4, 5}, {0, 0}}));
+  EXPECT_EQ(encoding.tokens,
+            (std::vector<absl::string_view>{"[CLS]", "a", "b", "c", "[SEP]"}));
+  EXPECT_EQ(encoding.spans,
+            (std::vector<TokenSpan>{{0, 0}, {0, 1}, {2, 3}, {4, 5}, {0, 0}}));
   EXPECT_EQ(encoding.special_tokens_mask,
             (std::vector<uint8_t>{1, 0, 0, 0, 1}));
 }
 
 TEST(TemplateProcessingTest, TheSequenceMustAppearOnce) {
   EXPECT_FALSE(TemplateProcessing::Create({{false, "[CLS]", 1}}).ok());
-  EXPECT_FALSE(
-      TemplateProcessing::Create({{true, "", 0}, {true, "", 0}}).ok());
+  EXPECT_FALSE(TemplateProcessing::Create({{true, "", 0}, {true, "", 0}}).ok());
 }
 
 TEST(TruncationTest, RightAndLeftKeepRoomForSpecialTokens) {

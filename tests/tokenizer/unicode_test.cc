@@ -22,12 +22,12 @@ TEST(ValidateUtf8Test, NamesTheByteOffsetOfTheFirstBadByte) {
     std::string offset;
   };
   for (const Case& c : {
-           Case{"ab\xC3", "byte offset 2"},              // truncated
-           Case{"x\xC0\x80", "byte offset 1"},           // overlong NUL
-           Case{"ok \xED\xA0\x80", "byte offset 3"},     // surrogate
-           Case{"\xF4\x90\x80\x80", "byte offset 0"},    // above U+10FFFF
-           Case{"abcd\x80", "byte offset 4"},            // stray continuation
-           Case{"\xC3\xA9\xFF", "byte offset 2"},        // never valid
+           Case{"ab\xC3", "byte offset 2"},            // truncated
+           Case{"x\xC0\x80", "byte offset 1"},         // overlong NUL
+           Case{"ok \xED\xA0\x80", "byte offset 3"},   // surrogate
+           Case{"\xF4\x90\x80\x80", "byte offset 0"},  // above U+10FFFF
+           Case{"abcd\x80", "byte offset 4"},          // stray continuation
+           Case{"\xC3\xA9\xFF", "byte offset 2"},      // never valid
        }) {
     const absl::Status status = ValidateUtf8(c.text, "text");
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -98,7 +98,8 @@ TEST(DecomposeTest, CanonicalDecompositionFromUtf8proc) {
   ASSERT_EQ(DecomposeCanonical(U'\uD55C', parts), 3);  // 한 → ᄒ ᅡ ᆫ
   EXPECT_EQ(parts[0], U'\u1112');
   EXPECT_EQ(parts[2], U'\u11AB');
-  ASSERT_EQ(DecomposeCanonical(U'\uF900', parts), 1);  // compatibility ideograph
+  ASSERT_EQ(DecomposeCanonical(U'\uF900', parts),
+            1);  // compatibility ideograph
   EXPECT_EQ(parts[0], U'\u8C48');
   EXPECT_TRUE(IsNonspacingMark(U'\u0301'));
   EXPECT_FALSE(IsNonspacingMark(U'\u0903'));  // Mc

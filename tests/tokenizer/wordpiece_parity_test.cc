@@ -49,8 +49,8 @@ std::vector<std::string> CompareWithRust(const Tokenizer& tokenizer,
   for (size_t i = 0; i < corpus.size(); ++i) {
     const auto encoding = tokenizer.Encode(corpus[i]);
     if (!encoding.ok()) {
-      differences.push_back(absl::StrCat("line ", i, ": ",
-                                         encoding.status().ToString()));
+      differences.push_back(
+          absl::StrCat("line ", i, ": ", encoding.status().ToString()));
       continue;
     }
     json ours = AsJson(*encoding);
@@ -58,10 +58,10 @@ std::vector<std::string> CompareWithRust(const Tokenizer& tokenizer,
                    {"tokens", references[i]["tokens"]},
                    {"offsets", references[i]["offsets"]}};
     if (ours != theirs) {
-      differences.push_back(absl::StrCat(
-          "string ", i, " ", json(corpus[i]).dump().substr(0, 120),
-          "\n  favor: ", ours.dump().substr(0, 400),
-          "\n  hf:    ", theirs.dump().substr(0, 400)));
+      differences.push_back(
+          absl::StrCat("string ", i, " ", json(corpus[i]).dump().substr(0, 120),
+                       "\n  favor: ", ours.dump().substr(0, 400),
+                       "\n  hf:    ", theirs.dump().substr(0, 400)));
     }
   }
   return differences;
@@ -78,9 +78,9 @@ TEST(WordPieceParityTest, CorpusIsLargeAndCoversEveryKind) {
   std::ifstream file(kCorpora + "/corpus.txt");
   std::string text((std::istreambuf_iterator<char>(file)), {});
   for (const char* kind :
-       {"prose", "languages", "urls", "special tokens", "casing",
-        "long words", "emoji", "controls", "whitespace", "punctuation",
-        "combining marks", "random"}) {
+       {"prose", "languages", "urls", "special tokens", "casing", "long words",
+        "emoji", "controls", "whitespace", "punctuation", "combining marks",
+        "random"}) {
     EXPECT_NE(text.find(absl::StrCat("# kind: ", kind)), std::string::npos)
         << kind;
   }
@@ -91,7 +91,8 @@ TEST(WordPieceParityTest, TokenizerJsonMatchesHuggingFace) {
   const auto references =
       testing::ReadJsonLines(kReferences + "/wordpiece_reference.jsonl");
   ASSERT_EQ(corpus.size(), references.size());
-  const auto tokenizer = Load(TokenizerFormat::kTokenizerJson, "tokenizer.json");
+  const auto tokenizer =
+      Load(TokenizerFormat::kTokenizerJson, "tokenizer.json");
   ASSERT_NE(tokenizer, nullptr);
   const auto differences = CompareWithRust(*tokenizer, corpus, references);
   EXPECT_TRUE(differences.empty())
@@ -135,7 +136,8 @@ TEST(WordPieceParityTest, WhereHuggingFacesImplementationsDifferFavorIsRust) {
     EXPECT_NE(references[i]["js_ids"], references[i]["ids"])
         << "no longer a divergence: " << json(strings[i]).dump();
   }
-  const auto tokenizer = Load(TokenizerFormat::kTokenizerJson, "tokenizer.json");
+  const auto tokenizer =
+      Load(TokenizerFormat::kTokenizerJson, "tokenizer.json");
   ASSERT_NE(tokenizer, nullptr);
   const auto differences = CompareWithRust(*tokenizer, strings, references);
   EXPECT_TRUE(differences.empty()) << FirstFew(differences);

@@ -31,9 +31,9 @@ std::vector<std::string> Tokenize(const WordPiece& model,
   return out;
 }
 
-const std::vector<std::string> kVocab = {
-    "[UNK]", "un", "##aff", "##able", "a", "##a", "aff", "##\xC3\xA9",
-    "caf", "##f", "##ff", "##fe"};
+const std::vector<std::string> kVocab = {"[UNK]", "un",  "##aff", "##able",
+                                         "a",     "##a", "aff",   "##\xC3\xA9",
+                                         "caf",   "##f", "##ff",  "##fe"};
 
 TEST(WordPieceTest, GreedyLongestMatchWithByteRanges) {
   const auto model = Make(kVocab);
