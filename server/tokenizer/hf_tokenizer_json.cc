@@ -150,17 +150,30 @@ absl::StatusOr<std::unique_ptr<Model>> ParseModel(const Json& root,
   return std::unique_ptr<Model>(*std::move(wordpiece));
 }
 
-absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(
-    const Json& root, absl::string_view what) {
-  const std::string where = absl::StrCat(what, ": normalizer");
-  ASSIGN_OR_RETURN(const Json* stage, GetObject(root, "normalizer", what));
-  if (stage == nullptr) return std::unique_ptr<Normalizer>();
+// The stage object under `key`, nullptr when absent or null; refused unless
+// its "type" is `supported` (the one Favor implements).
+absl::StatusOr<const Json*> StageOfType(const Json& root, const char* key,
+                                        absl::string_view supported,
+                                        absl::string_view what) {
+  const std::string where = absl::StrCat(what, ": ", key);
+  ASSIGN_OR_RETURN(const Json* stage, GetObject(root, key, what));
+  if (stage == nullptr) return stage;
   ASSIGN_OR_RETURN(const std::string type, TypeOf(*stage, where));
-  if (type != "BertNormalizer") {
+  if (type != supported) {
     return Invalid(where, absl::StrCat("type \"", type,
                                        "\" is not supported "
-                                       "(supported: BertNormalizer)"));
+                                       "(supported: ",
+                                       supported, ")"));
   }
+  return stage;
+}
+
+absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(
+    const Json& root, absl::string_view what) {
+  ASSIGN_OR_RETURN(const Json* stage,
+                   StageOfType(root, "normalizer", "BertNormalizer", what));
+  if (stage == nullptr) return std::unique_ptr<Normalizer>();
+  const std::string where = absl::StrCat(what, ": normalizer");
   BertNormalizer::Options options;
   ASSIGN_OR_RETURN(options.clean_text,
                    GetBool(*stage, "clean_text", true, where));
@@ -177,15 +190,9 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(
     const Json& root, absl::string_view what) {
-  const std::string where = absl::StrCat(what, ": pre_tokenizer");
-  ASSIGN_OR_RETURN(const Json* stage, GetObject(root, "pre_tokenizer", what));
+  ASSIGN_OR_RETURN(const Json* stage, StageOfType(root, "pre_tokenizer",
+                                                  "BertPreTokenizer", what));
   if (stage == nullptr) return std::unique_ptr<PreTokenizer>();
-  ASSIGN_OR_RETURN(const std::string type, TypeOf(*stage, where));
-  if (type != "BertPreTokenizer") {
-    return Invalid(where, absl::StrCat("type \"", type,
-                                       "\" is not supported "
-                                       "(supported: BertPreTokenizer)"));
-  }
   return std::unique_ptr<PreTokenizer>(std::make_unique<BertPreTokenizer>());
 }
 
@@ -344,8 +351,7 @@ absl::Status ParsePostProcessor(const Json& root, absl::string_view what,
   }
   auto processing = TemplateProcessing::Create(std::move(items));
   if (!processing.ok()) return Invalid(where, processing.status().message());
-  stages->post_processor =
-      std::make_unique<TemplateProcessing>(*std::move(processing));
+  stages->post_processor = *std::move(processing);
   return absl::OkStatus();
 }
 

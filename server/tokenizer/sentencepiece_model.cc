@@ -79,9 +79,7 @@ absl::Status AddBosEos(const SentencePieceOptions& options,
   if (options.add_eos)
     RETURN_IF_ERROR(add(processor.eos_id(), "add_eos", false));
   if (items.size() == 1) return absl::OkStatus();
-  ASSIGN_OR_RETURN(auto processing, TemplateProcessing::Create(items));
-  stages->post_processor =
-      std::make_unique<TemplateProcessing>(std::move(processing));
+  ASSIGN_OR_RETURN(stages->post_processor, TemplateProcessing::Create(items));
   return absl::OkStatus();
 }
 

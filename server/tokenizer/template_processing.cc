@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/memory/memory.h"
+
 namespace favor::tokenizer {
 
-absl::StatusOr<TemplateProcessing> TemplateProcessing::Create(
+absl::StatusOr<std::unique_ptr<TemplateProcessing>> TemplateProcessing::Create(
     std::vector<Item> items) {
   const auto sequences =
       std::count_if(items.begin(), items.end(),
@@ -15,7 +17,7 @@ absl::StatusOr<TemplateProcessing> TemplateProcessing::Create(
         "TemplateProcessing: the template must hold the sequence ($A) exactly "
         "once");
   }
-  return TemplateProcessing(std::move(items));
+  return absl::WrapUnique(new TemplateProcessing(std::move(items)));
 }
 
 void TemplateProcessing::Process(Encoding* encoding) const {

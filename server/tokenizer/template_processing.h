@@ -7,6 +7,7 @@
 #define FAVOR_SERVER_TOKENIZER_TEMPLATE_PROCESSING_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ class TemplateProcessing final : public PostProcessor {
   };
 
   // INVALID_ARGUMENT unless the template holds the sequence exactly once.
-  static absl::StatusOr<TemplateProcessing> Create(std::vector<Item> items);
+  static absl::StatusOr<std::unique_ptr<TemplateProcessing>> Create(
+      std::vector<Item> items);
 
   size_t added_tokens() const override { return items_.size() - 1; }
   void Process(Encoding* encoding) const override;

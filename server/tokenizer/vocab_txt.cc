@@ -57,9 +57,7 @@ absl::Status AddBertSpecials(const VocabTxtOptions& options, const Model& model,
     stages->extra_special_tokens.push_back({*name, *id});
   }
   items.insert(items.begin() + 1, TemplateProcessing::Item{true, "", 0});
-  ASSIGN_OR_RETURN(auto processing, TemplateProcessing::Create(items));
-  stages->post_processor =
-      std::make_unique<TemplateProcessing>(std::move(processing));
+  ASSIGN_OR_RETURN(stages->post_processor, TemplateProcessing::Create(items));
   return absl::OkStatus();
 }
 

@@ -19,7 +19,7 @@ TemplateProcessing ClsSep() {
   auto processing = TemplateProcessing::Create(
       {{false, "[CLS]", 101}, {true, "", 0}, {false, "[SEP]", 102}});
   EXPECT_TRUE(processing.ok());
-  return *std::move(processing);
+  return std::move(**processing);
 }
 
 TEST(TemplateProcessingTest, PlacesSpecialTokensWithEmptySpans) {
