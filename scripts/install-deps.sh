@@ -12,12 +12,17 @@ packages=(
   # service
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   prometheus-cpp-dev libgoogle-glog-dev nlohmann-json3-dev
+  # tokenizers: Unicode data and SentencePiece models
+  libutf8proc-dev libsentencepiece-dev
   # tests: openssl makes throwaway certificates for the TLS tests
   openssl
   # tests and benchmarks; the Python peers (parity with PyTorch, a grpcio
   # client) run on Debian's /usr/bin/python3
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-grpcio python3-protobuf
+  # tokenizer parity: spm_train and Python's SentencePiece (the npm peers,
+  # Hugging Face's tokenizers, are installed by tests/tokenizer/make_references.sh)
+  sentencepiece python3-sentencepiece
   # deployment checks: the image is built with podman on a debootstrapped
   # base; a real Prometheus scrapes the server; compose files are checked by
   # docker-compose, Kubernetes manifests parsed with PyYAML

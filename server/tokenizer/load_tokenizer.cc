@@ -1,0 +1,93 @@
+#include "server/tokenizer/load_tokenizer.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/tokenizer/tokenizer_builders.h"
+
+namespace favor::tokenizer {
+namespace {
+
+// The file's bytes, refusing anything but a regular file of at most
+// max_bytes (checked before reading, and again while reading in case the
+// file grows).
+absl::StatusOr<std::string> ReadBoundedFile(const std::string& path,
+                                            size_t max_bytes) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    const std::string reason = std::strerror(errno);
+    if (errno == ENOENT || errno == ENOTDIR) {
+      return absl::NotFoundError(
+          absl::StrCat("tokenizer file ", path, " not found: ", reason));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokenizer file ", path, ": ", reason));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokenizer file ", path, " is not a regular file"));
+  }
+  const auto too_large = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokenizer file ", path, " has over ", max_bytes,
+                     " bytes (the tokenizer's max_file_bytes)"));
+  };
+  if (static_cast<uint64_t>(info.st_size) > max_bytes) return too_large();
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokenizer file ", path, " cannot be opened"));
+  }
+  std::string bytes(static_cast<size_t>(info.st_size), '\0');
+  file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<size_t>(file.gcount()));
+  if (file.peek() != std::ifstream::traits_type::eof()) return too_large();
+  return bytes;
+}
+
+}  // namespace
+
+absl::string_view NameOf(TokenizerFormat format) {
+  switch (format) {
+    case TokenizerFormat::kTokenizerJson:
+      return "tokenizer.json";
+    case TokenizerFormat::kVocabTxt:
+      return "vocab.txt";
+    case TokenizerFormat::kSentencePiece:
+      return "sentencepiece";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<TokenizerFormat> ParseTokenizerFormat(absl::string_view name) {
+  for (const TokenizerFormat format :
+       {TokenizerFormat::kTokenizerJson, TokenizerFormat::kVocabTxt,
+        TokenizerFormat::kSentencePiece}) {
+    if (name == NameOf(format)) return format;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown tokenizer format \"", name,
+                   "\"; expected tokenizer.json, vocab.txt or sentencepiece"));
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(
+    const TokenizerSpec& spec) {
+  ASSIGN_OR_RETURN(const std::string bytes,
+                   ReadBoundedFile(spec.path, spec.max_file_bytes));
+  switch (spec.format) {
+    case TokenizerFormat::kTokenizerJson:
+      return TokenizerFromHuggingFaceJson(bytes, spec.path);
+    case TokenizerFormat::kVocabTxt:
+      return TokenizerFromVocabTxt(bytes, spec.vocab_txt, spec.path);
+    case TokenizerFormat::kSentencePiece:
+      return TokenizerFromSentencePiece(bytes, spec.sentencepiece, spec.path);
+  }
+  return absl::InvalidArgumentError("unknown tokenizer format");
+}
+
+}  // namespace favor::tokenizer

@@ -1,0 +1,24 @@
+// Stage 1 of the pipeline: text → normalized text with its alignment.
+#ifndef FAVOR_SERVER_TOKENIZER_NORMALIZER_H_
+#define FAVOR_SERVER_TOKENIZER_NORMALIZER_H_
+
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+#include "server/tokenizer/normalized_string.h"
+
+namespace favor::tokenizer {
+
+class Normalizer {
+ public:
+  virtual ~Normalizer() = default;
+  // Normalizes `text` (valid UTF-8, one segment of the input starting at
+  // input byte `source_offset`) into *out, which it clears first. Const and
+  // stateless: one normalizer serves many threads at once.
+  virtual void Normalize(absl::string_view text, uint32_t source_offset,
+                         NormalizedString* out) const = 0;
+};
+
+}  // namespace favor::tokenizer
+
+#endif  // FAVOR_SERVER_TOKENIZER_NORMALIZER_H_

@@ -1,0 +1,122 @@
+#include "server/tokenizer/pipeline_tokenizer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/tokenizer/unicode.h"
+
+namespace favor::tokenizer {
+
+absl::Status CheckText(absl::string_view text) {
+  if (text.empty()) return absl::InvalidArgumentError("text is empty");
+  if (text.size() > kMaxTextBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text has ", text.size(),
+                     " bytes, over the tokenizer's limit of ", kMaxTextBytes));
+  }
+  return ValidateUtf8(text, "text");
+}
+
+// Buffers one Encode call reuses across its segments.
+struct PipelineTokenizer::Scratch {
+  std::vector<AddedVocabulary::Segment> segments;
+  NormalizedString normalized;
+  std::vector<ByteRange> words;
+  std::vector<ModelToken> tokens;
+};
+
+PipelineTokenizer::PipelineTokenizer(Stages stages)
+    : stages_(std::move(stages)) {
+  for (const AddedToken& token : stages_.added.tokens()) {
+    if (token.special) special_tokens_.push_back({token.content, token.id});
+  }
+  for (const SpecialToken& token : stages_.extra_special_tokens) {
+    const bool known = std::any_of(
+        special_tokens_.begin(), special_tokens_.end(),
+        [&](const SpecialToken& seen) { return seen.id == token.id; });
+    if (!known) special_tokens_.push_back(token);
+  }
+  std::sort(
+      special_tokens_.begin(), special_tokens_.end(),
+      [](const SpecialToken& a, const SpecialToken& b) { return a.id < b.id; });
+}
+
+absl::StatusOr<Encoding> PipelineTokenizer::Encode(
+    absl::string_view text, const EncodeOptions& options) const {
+  RETURN_IF_ERROR(CheckText(text));
+  const PostProcessor* post =
+      options.add_special_tokens ? stages_.post_processor.get() : nullptr;
+  const size_t added_special_tokens = post ? post->added_tokens() : 0;
+  RETURN_IF_ERROR(CheckTruncation(options, added_special_tokens));
+  Scratch scratch;
+  Encoding encoding;
+  stages_.added.Split(text, &scratch.segments);
+  for (const AddedVocabulary::Segment& segment : scratch.segments) {
+    if (segment.added_id < 0) {
+      EncodeSegment(text, segment.range, &scratch, &encoding);
+    } else {
+      encoding.Append(segment.added_id, IdToToken(segment.added_id),
+                      {segment.range.begin, segment.range.end},
+                      /*special=*/false);
+    }
+  }
+  Truncate(options, added_special_tokens, &encoding);
+  if (post != nullptr) post->Process(&encoding);
+  return encoding;
+}
+
+void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
+                                      Scratch* scratch,
+                                      Encoding* encoding) const {
+  const absl::string_view piece =
+      text.substr(segment.begin, segment.end - segment.begin);
+  NormalizedString& normalized = scratch->normalized;
+  if (stages_.normalizer) {
+    stages_.normalizer->Normalize(piece, segment.begin, &normalized);
+  } else {
+    normalized.AssignIdentity(piece, segment.begin);
+  }
+  const absl::string_view normal = normalized.text();
+  scratch->words.clear();
+  if (stages_.pre_tokenizer) {
+    stages_.pre_tokenizer->Split(normal, &scratch->words);
+  } else if (!normal.empty()) {
+    scratch->words.push_back({0, static_cast<uint32_t>(normal.size())});
+  }
+  for (const ByteRange& word : scratch->words) {
+    scratch->tokens.clear();
+    stages_.model->Tokenize(normal.substr(word.begin, word.end - word.begin),
+                            &scratch->tokens);
+    for (const ModelToken& token : scratch->tokens) {
+      encoding->Append(token.id, stages_.model->IdToToken(token.id),
+                       normalized.SourceSpan(word.begin + token.begin,
+                                             word.begin + token.end),
+                       /*special=*/false);
+    }
+  }
+}
+
+size_t PipelineTokenizer::vocab_size() const {
+  size_t size = stages_.model->vocab_size();
+  for (const AddedToken& token : stages_.added.tokens()) {
+    size = std::max(size, static_cast<size_t>(token.id) + 1);
+  }
+  return size;
+}
+
+absl::string_view PipelineTokenizer::IdToToken(int32_t id) const {
+  if (const AddedToken* added = stages_.added.Find(id)) return added->content;
+  return stages_.model->IdToToken(id);
+}
+
+std::optional<int32_t> PipelineTokenizer::TokenToId(
+    absl::string_view token) const {
+  for (const AddedToken& added : stages_.added.tokens()) {
+    if (added.content == token) return added.id;
+  }
+  return stages_.model->TokenToId(token);
+}
+
+}  // namespace favor::tokenizer

@@ -1,0 +1,221 @@
+#include "server/tokenizer/load_tokenizer.h"
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace favor::tokenizer {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A small tokenizer.json as BertTokenizerFast writes one; REPLACE_ME marks
+// where tests splice in hostile values.
+constexpr char kTokenizerJson[] = R"({
+  "version": "1.0", "truncation": null, "padding": null,
+  "added_tokens": [
+    {"id": 0, "content": "[PAD]", "single_word": false, "lstrip": false,
+     "rstrip": false, "normalized": false, "special": true},
+    {"id": 1, "content": "[UNK]", "single_word": false, "lstrip": false,
+     "rstrip": false, "normalized": false, "special": true},
+    {"id": 2, "content": "[CLS]", "single_word": false, "lstrip": false,
+     "rstrip": false, "normalized": false, "special": true},
+    {"id": 3, "content": "[SEP]", "single_word": false, "lstrip": false,
+     "rstrip": false, "normalized": false, "special": true}],
+  "normalizer": {"type": "BertNormalizer", "clean_text": true,
+    "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
+  "pre_tokenizer": {"type": "BertPreTokenizer"},
+  "post_processor": {"type": "TemplateProcessing",
+    "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+               {"Sequence": {"id": "A", "type_id": 0}},
+               {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+    "pair": [],
+    "special_tokens": {
+      "[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+      "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}},
+  "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+  "model": {"type": "WordPiece", "unk_token": "[UNK]",
+    "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+    "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "hello": 4,
+              "world": 5, "##s": 6}}
+})";
+
+std::string WriteFile(const std::string& name, const std::string& bytes) {
+  const std::string path = absl::StrCat(testing::TempDir(), "/", name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadJson(const std::string& json) {
+  TokenizerSpec spec;
+  spec.format = TokenizerFormat::kTokenizerJson;
+  spec.path = WriteFile("tokenizer.json", json);
+  return LoadTokenizer(spec);
+}
+
+// kTokenizerJson with `from` replaced by `to` (which must occur).
+std::string Edit(absl::string_view from, absl::string_view to) {
+  const std::string json = kTokenizerJson;
+  EXPECT_NE(json.find(std::string(from)), std::string::npos) << from;
+  return absl::StrReplaceAll(json, {{from, to}});
+}
+
+TEST(LoadTokenizerTest, LoadsTokenizerJson) {
+  auto tokenizer = LoadJson(kTokenizerJson);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const auto encoding = (*tokenizer)->Encode("Hello worlds [SEP]");
+  ASSERT_TRUE(encoding.ok());
+  EXPECT_EQ(encoding->ids, (std::vector<int32_t>{2, 4, 5, 6, 3, 3}));
+  EXPECT_EQ(encoding->spans[4].begin, 13u);
+  EXPECT_EQ(encoding->spans[4].end, 18u);
+}
+
+TEST(LoadTokenizerTest, BertProcessingIsTheSameTemplate) {
+  const std::string json = absl::StrReplaceAll(
+      kTokenizerJson,
+      {{R"("type": "TemplateProcessing",)",
+        R"("type": "BertProcessing", "cls": ["[CLS]", 2], "sep": ["[SEP]", 3],)"}});
+  auto tokenizer = LoadJson(json);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_EQ((*tokenizer)->Encode("hello")->ids,
+            (std::vector<int32_t>{2, 4, 3}));
+}
+
+TEST(LoadTokenizerTest, MissingFileIsNotFound) {
+  TokenizerSpec spec;
+  spec.path = "/nonexistent/tokenizer.json";
+  EXPECT_EQ(LoadTokenizer(spec).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(LoadTokenizerTest, DirectoriesAndOversizedFilesAreRefusedUnread) {
+  TokenizerSpec spec;
+  spec.path = testing::TempDir();
+  EXPECT_THAT(LoadTokenizer(spec).status().message(),
+              HasSubstr("not a regular file"));
+  spec.path = WriteFile("big.json", kTokenizerJson);
+  spec.max_file_bytes = 100;
+  const absl::Status status = LoadTokenizer(spec).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("over 100 bytes"));
+}
+
+TEST(LoadTokenizerTest, HostileTokenizerJsonIsAnErrorNamingTheProblem) {
+  struct Case {
+    std::string json;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"[1, 2]", "must be a JSON object"},
+      {"{\"model\": ", "not valid JSON"},
+      {std::string(100000, '[') + std::string(100000, ']'), "nested deeper"},
+      {Edit(R"("world": 5,)", R"("world": "5",)"), "got string"},
+      {Edit(R"("world": 5,)", R"("world": -5,)"), "got number -5"},
+      {Edit(R"("world": 5,)", R"("world": 1e30,)"), "must be an integer"},
+      {Edit(R"("world": 5,)", R"("world": 99999999999999999999999,)"),
+       "must be an integer"},
+      {Edit(R"("world": 5,)", R"("world": 4,)"), "used twice"},
+      {Edit(R"("world": 5,)", R"("world": 7,)"),
+       "must be an integer in [0, 6]"},
+      {Edit(R"("unk_token": "[UNK]")", R"("unk_token": "<unk>")"),
+       "not in the vocabulary"},
+      {Edit(R"("max_input_chars_per_word": 100)",
+            R"("max_input_chars_per_word": 18446744073709551615)"),
+       "max_input_chars_per_word"},
+      {Edit(R"("type": "WordPiece", "unk)", R"("type": "BPE", "unk)"),
+       "type \"BPE\" is not supported"},
+      {Edit(R"("type": "BertNormalizer")", R"("type": "NFKC")"),
+       "type \"NFKC\" is not supported"},
+      {Edit(R"("strip_accents": null)", R"("strip_accents": "yes")"),
+       "\"strip_accents\" must be a boolean"},
+      {Edit(R"("type": "BertPreTokenizer")", R"("type": "Metaspace")"),
+       "not supported"},
+      {Edit(R"({"Sequence": {"id": "A", "type_id": 0}},)", ""),
+       "the sequence ($A) exactly once"},
+      {Edit(R"("ids": [2])", R"("ids": [2, 3])"), "of one length"},
+      {Edit(R"("ids": [2])", R"("ids": [-2])"), "must be an integer"},
+      {Edit(R"("normalized": false, "special": true}],)",
+            R"("normalized": true, "special": true}],)"),
+       "not supported"},
+      {Edit(R"({"id": 0, "content": "[PAD]")", R"({"id": 0, "content": 5)"),
+       "\"content\" must be a string"},
+      {Edit(R"("model": {)", R"("model": 3, "old": {)"),
+       "\"model\" must be an object"},
+      {Edit(R"("hello": 4)", "\"hello\": 4, \"hello\": 4"), "duplicate key"},
+  };
+  for (const Case& c : cases) {
+    const absl::Status status = LoadJson(c.json).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument)
+        << c.json.substr(0, 200);
+    EXPECT_THAT(status.message(), HasSubstr(c.message));
+  }
+}
+
+TEST(LoadTokenizerTest, EveryTruncationOfAValidFileIsAnError) {
+  const std::string json = kTokenizerJson;
+  for (size_t size = 0; size + 1 < json.size(); ++size) {
+    const auto loaded = LoadJson(json.substr(0, size));
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument)
+        << "cut at " << size;
+  }
+}
+
+TEST(LoadTokenizerTest, VocabTxtWithOptions) {
+  TokenizerSpec spec;
+  spec.format = TokenizerFormat::kVocabTxt;
+  spec.path = WriteFile("vocab.txt",
+                        "[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\nHello\r\nh\r\n"
+                        "##ello\r\n");
+  spec.vocab_txt.normalizer.lowercase = false;
+  auto cased = LoadTokenizer(spec);
+  ASSERT_TRUE(cased.ok()) << cased.status();
+  EXPECT_EQ((*cased)->Encode("Hello")->ids, (std::vector<int32_t>{2, 4, 3}));
+  spec.vocab_txt.normalizer.lowercase = true;
+  auto uncased = LoadTokenizer(spec);
+  ASSERT_TRUE(uncased.ok());
+  EXPECT_EQ((*uncased)->Encode("Hello")->ids,
+            (std::vector<int32_t>{2, 5, 6, 3}));
+}
+
+TEST(LoadTokenizerTest, BadVocabTxtIsAnError) {
+  TokenizerSpec spec;
+  spec.format = TokenizerFormat::kVocabTxt;
+  spec.path = WriteFile("vocab.txt", "[UNK]\n[CLS]\nhello\n");
+  EXPECT_THAT(LoadTokenizer(spec).status().message(),
+              HasSubstr("\"[SEP]\" is not in the vocabulary"));
+  spec.path = WriteFile("vocab.txt", "[CLS]\n[SEP]\nhello\n");
+  EXPECT_THAT(LoadTokenizer(spec).status().message(),
+              HasSubstr("\"[UNK]\" is not in the vocabulary"));
+  spec.path = WriteFile("vocab.txt", "[UNK]\n[CLS]\n[SEP]\nbad\xFF\n");
+  EXPECT_THAT(LoadTokenizer(spec).status().message(),
+              HasSubstr("byte offset 21"));
+}
+
+TEST(LoadTokenizerTest, GarbageSentencePieceModelIsAnError) {
+  TokenizerSpec spec;
+  spec.format = TokenizerFormat::kSentencePiece;
+  for (const std::string& bytes :
+       {std::string(""), std::string("not a model"), std::string(1000, '\xFF'),
+        std::string(kTokenizerJson)}) {
+    spec.path = WriteFile("garbage.model", bytes);
+    EXPECT_EQ(LoadTokenizer(spec).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(LoadTokenizerTest, FormatNames) {
+  for (const TokenizerFormat format :
+       {TokenizerFormat::kTokenizerJson, TokenizerFormat::kVocabTxt,
+        TokenizerFormat::kSentencePiece}) {
+    EXPECT_EQ(ParseTokenizerFormat(NameOf(format)).value(), format);
+  }
+  EXPECT_THAT(ParseTokenizerFormat("bpe").status().message(),
+              HasSubstr("expected tokenizer.json, vocab.txt or sentencepiece"));
+}
+
+}  // namespace
+}  // namespace favor::tokenizer

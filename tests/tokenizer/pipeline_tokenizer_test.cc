@@ -1,0 +1,167 @@
+#include "server/tokenizer/pipeline_tokenizer.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/tokenizer/tokenizer_builders.h"
+
+namespace favor::tokenizer {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kVocab[] =
+    "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n,\nworld\n!\nthe\ncat\nsat\n"
+    "on\nmat\n##s\nun\n##aff\n##able\na\n##a\ncafe\n";
+
+std::unique_ptr<Tokenizer> Bert() {
+  auto tokenizer = TokenizerFromVocabTxt(kVocab, {}, "test vocab.txt");
+  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
+  return *std::move(tokenizer);
+}
+
+// "token@begin-end" for each token.
+std::string Describe(const Encoding& encoding) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < encoding.size(); ++i) {
+    parts.push_back(absl::StrCat(encoding.tokens[i], "@",
+                                 encoding.spans[i].begin, "-",
+                                 encoding.spans[i].end));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+std::string Encode(const Tokenizer& tokenizer, absl::string_view text,
+                   const EncodeOptions& options = {}) {
+  auto encoding = tokenizer.Encode(text, options);
+  if (!encoding.ok()) return std::string(encoding.status().ToString());
+  return Describe(*encoding);
+}
+
+TEST(PipelineTokenizerTest, EncodesWithByteSpansAndSpecialTokens) {
+  const auto bert = Bert();
+  EXPECT_EQ(Encode(*bert, "Hello, WORLD!"),
+            "[CLS]@0-0 hello@0-5 ,@5-6 world@7-12 !@12-13 [SEP]@0-0");
+  // Accents stripped, spans in the input's bytes: "Café" is 5 bytes.
+  EXPECT_EQ(Encode(*bert, "the Caf\xC3\xA9 cats"),
+            "[CLS]@0-0 the@0-3 cafe@4-9 cat@10-13 ##s@13-14 [SEP]@0-0");
+  const auto encoding = bert->Encode("unaffable");
+  ASSERT_TRUE(encoding.ok());
+  EXPECT_EQ(encoding->ids, (std::vector<int32_t>{2, 15, 16, 17, 3}));
+  EXPECT_EQ(encoding->special_tokens_mask,
+            (std::vector<uint8_t>{1, 0, 0, 0, 1}));
+}
+
+TEST(PipelineTokenizerTest, SpecialTokensInTheTextAreMatchedFirst) {
+  const auto bert = Bert();
+  EXPECT_EQ(Encode(*bert, "the [MASK] sat"),
+            "[CLS]@0-0 the@0-3 [MASK]@4-10 sat@11-14 [SEP]@0-0");
+  // Lowercase "[mask]" is text: split as punctuation and an unknown word.
+  EXPECT_EQ(Encode(*bert, "[mask]"),
+            "[CLS]@0-0 [UNK]@0-1 [UNK]@1-5 [UNK]@5-6 [SEP]@0-0");
+}
+
+TEST(PipelineTokenizerTest, WithoutSpecialTokens) {
+  EncodeOptions options;
+  options.add_special_tokens = false;
+  EXPECT_EQ(Encode(*Bert(), "hello world", options), "hello@0-5 world@6-11");
+}
+
+TEST(PipelineTokenizerTest, TruncationKeepsSpecialTokensInPlace) {
+  const auto bert = Bert();
+  EncodeOptions options;
+  options.max_tokens = 4;
+  EXPECT_EQ(Encode(*bert, "the cat sat on", options),
+            "[CLS]@0-0 the@0-3 cat@4-7 [SEP]@0-0");
+  options.truncation_side = TruncationSide::kLeft;
+  EXPECT_EQ(Encode(*bert, "the cat sat on", options),
+            "[CLS]@0-0 sat@8-11 on@12-14 [SEP]@0-0");
+  options.max_tokens = 1;
+  EXPECT_THAT(Encode(*bert, "the cat", options),
+              HasSubstr("max_tokens 1 leaves no room for the 2 special"));
+}
+
+TEST(PipelineTokenizerTest, RefusesEmptyAndInvalidText) {
+  const auto bert = Bert();
+  EXPECT_EQ(bert->Encode("").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const auto invalid = bert->Encode("the \xC3(");
+  EXPECT_EQ(invalid.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(invalid.status().message(), HasSubstr("byte offset 4"));
+}
+
+TEST(PipelineTokenizerTest, BlankOrControlOnlyTextIsJustTheSpecialTokens) {
+  const auto bert = Bert();
+  EXPECT_EQ(Encode(*bert, " \t\n"), "[CLS]@0-0 [SEP]@0-0");
+  EXPECT_EQ(Encode(*bert, std::string("\0\x01", 2)), "[CLS]@0-0 [SEP]@0-0");
+}
+
+TEST(PipelineTokenizerTest, ReportsVocabularyAndSpecialTokens) {
+  const auto bert = Bert();
+  EXPECT_EQ(bert->kind(), "wordpiece");
+  EXPECT_EQ(bert->vocab_size(), 21u);
+  EXPECT_EQ(bert->TokenToId("[SEP]"), 3);
+  EXPECT_EQ(bert->IdToToken(5), "hello");
+  std::vector<std::string> specials;
+  for (const SpecialToken& t : bert->special_tokens()) {
+    specials.push_back(absl::StrCat(t.content, "=", t.id));
+  }
+  EXPECT_EQ(specials, (std::vector<std::string>{"[PAD]=0", "[UNK]=1", "[CLS]=2",
+                                                "[SEP]=3", "[MASK]=4"}));
+}
+
+TEST(PipelineTokenizerTest, OneTokenizerEncodesFromManyThreadsAtOnce) {
+  const auto bert = Bert();
+  const std::vector<std::string> texts = {
+      "Hello, WORLD!", "the cat sat on the mat", "unaffable cafe",
+      "the [MASK] sat", "\xE4\xB8\xAD\xE6\x96\x87 and emoji \xF0\x9F\x98\x80"};
+  std::vector<std::string> expected;
+  for (const auto& text : texts) expected.push_back(Encode(*bert, text));
+  std::vector<int> mismatches(8, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        const size_t k = static_cast<size_t>(i + t) % texts.size();
+        if (Encode(*bert, texts[k]) != expected[k]) ++mismatches[t];
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(mismatches, std::vector<int>(8, 0));
+}
+
+// Inputs that a quadratic step would turn into hours finish in well under
+// the generous bound (each takes milliseconds when linear).
+TEST(PipelineTokenizerTest, HostileTextsStayLinear) {
+  const auto bert = Bert();
+  std::string emoji;
+  for (int i = 0; i < 1000000; ++i) emoji += "\xF0\x9F\x98\x80";
+  std::string marks;
+  for (int i = 0; i < 1000000; ++i) marks += "\xCC\x81\xCC\xA3";
+  const std::vector<std::pair<std::string, size_t>> cases = {
+      {emoji, 3},                                    // one 1M-char word
+      {std::string(1000000, 'a'), 3},                // one 1M-byte word
+      {std::string(3000000, ' ') + "cat", 3},        // a whitespace run
+      {std::string(1000000, '!'), 1000002},          // a punctuation run
+      {"a" + marks, 3},                              // 2M combining marks
+      {std::string(300000, '[') + "MASK]", 300002},  // near-misses
+  };
+  for (const auto& [text, tokens] : cases) {
+    const absl::Time start = absl::Now();
+    const auto encoding = bert->Encode(text);
+    ASSERT_TRUE(encoding.ok()) << encoding.status();
+    EXPECT_EQ(encoding->size(), tokens) << text.substr(0, 20);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(20)) << text.substr(0, 20);
+  }
+}
+
+}  // namespace
+}  // namespace favor::tokenizer
