@@ -190,6 +190,10 @@ ModelInfo FromProto(const v1::ModelInfo& proto) {
   return info;
 }
 
+ModelInfo FromProto(const v1::GetModelResponse& proto) {
+  return FromProto(proto.model());
+}
+
 ModelList FromProto(const v1::ListModelsResponse& proto) {
   ModelList list;
   list.models.reserve(proto.models_size());
