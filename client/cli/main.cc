@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "client/cli/attend_input.h"
 #include "client/cli/connection.h"
+#include "client/cli/connection_flags.h"
 #include "client/cli/exit_code.h"
 #include "client/cli/flag_parsing.h"
 #include "client/cli/json_output.h"
@@ -35,27 +36,7 @@
 #include "favor/client.h"
 #include "nlohmann/json.hpp"
 
-// ---- Connection ----
-ABSL_FLAG(std::vector<std::string>, endpoint, {"localhost:50051"},
-          "server(s), comma-separated gRPC targets (host:port, "
-          "dns:///name:port, unix:/path); calls go round-robin");
-ABSL_FLAG(bool, tls, false,
-          "use TLS (implied by any --tls_* flag); roots: --tls_roots_file or "
-          "gRPC's default");
-ABSL_FLAG(std::string, tls_roots_file, "",
-          "PEM CA certificates the server's certificate must chain to");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "name to check the server's certificate against instead of the "
-          "endpoint's host");
-ABSL_FLAG(std::string, tls_client_cert_file, "",
-          "PEM client certificate chain, for mutual TLS");
-ABSL_FLAG(std::string, tls_client_key_file, "",
-          "PEM client private key, for mutual TLS");
-ABSL_FLAG(std::string, bearer_token, "",
-          "send 'authorization: Bearer TOKEN' (visible in ps: prefer "
-          "--bearer_token_file)");
-ABSL_FLAG(std::string, bearer_token_file, "",
-          "file whose first line is the bearer token");
+// ---- Connection (the rest: client/cli/connection_flags.h) ----
 ABSL_FLAG(absl::Duration, deadline, absl::ZeroDuration(),
           "deadline of the call, retries included (e.g. 500ms, 30s); 0: 3s "
           "for health, 30s otherwise");
@@ -121,15 +102,8 @@ void PrintJson(const nlohmann::json& json) {
 
 absl::StatusOr<std::unique_ptr<favor::Client>> NewClient(
     absl::Duration default_deadline) {
-  favor::cli::ConnectionSettings settings;
-  settings.endpoints = absl::GetFlag(FLAGS_endpoint);
-  settings.tls = absl::GetFlag(FLAGS_tls);
-  settings.tls_roots_file = absl::GetFlag(FLAGS_tls_roots_file);
-  settings.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  settings.tls_client_cert_file = absl::GetFlag(FLAGS_tls_client_cert_file);
-  settings.tls_client_key_file = absl::GetFlag(FLAGS_tls_client_key_file);
-  settings.bearer_token = absl::GetFlag(FLAGS_bearer_token);
-  settings.bearer_token_file = absl::GetFlag(FLAGS_bearer_token_file);
+  favor::cli::ConnectionSettings settings =
+      favor::cli::ConnectionSettingsFromFlags();
   const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
   settings.deadline =
       deadline == absl::ZeroDuration() ? default_deadline : deadline;
@@ -391,7 +365,10 @@ int main(int argc, char** argv) {
     return favor::cli::ReportAndExitCode(kProgram, parsed.status());
   }
   if (parsed->help) {
-    std::printf("%s", favor::cli::FlagsUsage("client/cli/main.cc").c_str());
+    std::printf("%s",
+                favor::cli::FlagsUsage(
+                    {"client/cli/main.cc", favor::cli::ConnectionFlagsFile()})
+                    .c_str());
     return 0;
   }
   return favor::cli::ReportAndExitCode(kProgram, Run(parsed->positional));
