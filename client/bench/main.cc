@@ -37,8 +37,8 @@
 #include "client/bench/server_metrics.h"
 #include "client/cli/connection.h"
 #include "client/cli/connection_flags.h"
-#include "client/cli/exit_code.h"
 #include "client/cli/flag_parsing.h"
+#include "client/cli/tool_main.h"
 #include "favor/client.h"
 
 // ---- Connection (the rest: client/cli/connection_flags.h) ----
@@ -80,16 +80,14 @@ ABSL_FLAG(bool, json, false, "print the report as one JSON object");
 
 namespace {
 
+using favor::cli::UsageError;
+
 constexpr char kProgram[] = "favor-bench";
 
 // The server records a batch's compute time and tokens just after it has
 // answered the batch's calls, so a scrape taken the moment the last answer
 // arrives can miss them: each scrape waits this long after the calls.
 constexpr absl::Duration kMetricsSettle = absl::Milliseconds(250);
-
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
-}
 
 absl::StatusOr<std::unique_ptr<favor::Client>> NewClient() {
   favor::cli::ConnectionSettings settings =
@@ -262,17 +260,7 @@ int main(int argc, char** argv) {
       "unary or --streaming; reports throughput, latency percentiles and "
       "errors by code (--json for machines).\n"
       "Usage: favor-bench [flags]");
-  absl::StatusOr<favor::cli::ParsedCommandLine> parsed =
-      favor::cli::ParseFlags(argc, argv);
-  if (!parsed.ok()) {
-    return favor::cli::ReportAndExitCode(kProgram, parsed.status());
-  }
-  if (parsed->help) {
-    std::printf("%s",
-                favor::cli::FlagsUsage(
-                    {"client/bench/main.cc", favor::cli::ConnectionFlagsFile()})
-                    .c_str());
-    return 0;
-  }
-  return favor::cli::ReportAndExitCode(kProgram, Run(parsed->positional));
+  return favor::cli::RunToolMain(
+      argc, argv, kProgram,
+      {"client/bench/main.cc", favor::cli::ConnectionFlagsFile()}, Run);
 }

@@ -14,10 +14,6 @@
 namespace favor::cli {
 namespace {
 
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
-}
-
 // The flag `name` stands for, and the value a bare --name or --noname
 // gives a bool flag; nullptr when there is none.
 absl::CommandLineFlag* FindFlag(absl::string_view name,
@@ -74,6 +70,10 @@ absl::Status ParseOneFlag(int argc, char** argv, int* index) {
 }
 
 }  // namespace
+
+absl::Status UsageError(absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
+}
 
 absl::StatusOr<ParsedCommandLine> ParseFlags(int argc, char** argv) {
   ParsedCommandLine parsed;

@@ -28,6 +28,9 @@ struct ParsedCommandLine {
   bool help = false;
 };
 
+// INVALID_ARGUMENT "<message> (see --help)": bad usage of a tool.
+absl::Status UsageError(absl::string_view message);
+
 // Sets every flag given in argv[1..argc) and returns the rest.
 // INVALID_ARGUMENT naming the argument for an unknown flag, a missing value
 // or a value the flag's type does not accept.

@@ -29,10 +29,10 @@
 #include "client/cli/attend_input.h"
 #include "client/cli/connection.h"
 #include "client/cli/connection_flags.h"
-#include "client/cli/exit_code.h"
 #include "client/cli/flag_parsing.h"
 #include "client/cli/json_output.h"
 #include "client/cli/token_input.h"
+#include "client/cli/tool_main.h"
 #include "favor/client.h"
 #include "nlohmann/json.hpp"
 
@@ -82,6 +82,8 @@ ABSL_FLAG(std::string, output_file, "",
 
 namespace {
 
+using favor::cli::UsageError;
+
 constexpr char kProgram[] = "favor-cli";
 
 // Deadlines when --deadline is 0: health checks must be quick (a container
@@ -89,10 +91,6 @@ constexpr char kProgram[] = "favor-cli";
 // wait for a busy server.
 constexpr absl::Duration kHealthDeadline = absl::Seconds(3);
 constexpr absl::Duration kCallDeadline = absl::Seconds(30);
-
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
-}
 
 void PrintJson(const nlohmann::json& json) {
   const std::string text =
@@ -359,17 +357,7 @@ int main(int argc, char** argv) {
       "Exit code: the gRPC status code (0 OK, 3 INVALID_ARGUMENT, 5 "
       "NOT_FOUND, 14 UNAVAILABLE, 16 UNAUTHENTICATED, ...); errors are one "
       "line on stderr.");
-  absl::StatusOr<favor::cli::ParsedCommandLine> parsed =
-      favor::cli::ParseFlags(argc, argv);
-  if (!parsed.ok()) {
-    return favor::cli::ReportAndExitCode(kProgram, parsed.status());
-  }
-  if (parsed->help) {
-    std::printf("%s",
-                favor::cli::FlagsUsage(
-                    {"client/cli/main.cc", favor::cli::ConnectionFlagsFile()})
-                    .c_str());
-    return 0;
-  }
-  return favor::cli::ReportAndExitCode(kProgram, Run(parsed->positional));
+  return favor::cli::RunToolMain(
+      argc, argv, kProgram,
+      {"client/cli/main.cc", favor::cli::ConnectionFlagsFile()}, Run);
 }

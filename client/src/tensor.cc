@@ -1,6 +1,5 @@
 #include "favor/tensor.h"
 
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,18 +8,6 @@
 
 namespace favor {
 namespace {
-
-uint32_t FloatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float BitsToFloat(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
 
 uint16_t ReadU16(const char* p) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(p);
@@ -126,7 +113,7 @@ absl::StatusOr<std::vector<float>> Tensor::ToFloats() const {
   for (size_t i = 0; i < count; ++i) {
     switch (dtype) {
       case Dtype::kFloat32:
-        values[i] = BitsToFloat(ReadU32(bytes + 4 * i));
+        values[i] = FloatFromBits(ReadU32(bytes + 4 * i));
         break;
       case Dtype::kFloat16:
         values[i] = HalfToFloat(ReadU16(bytes + 2 * i));

@@ -9,18 +9,6 @@ constexpr uint32_t kFloatSign = 0x80000000u;
 constexpr uint32_t kFloatInfinity = 0x7f800000u;
 constexpr uint32_t kFloatQuietBit = 0x00400000u;
 
-uint32_t BitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float FloatOf(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
 // `bits` without its low `shift` bits (1 to 31), rounded to nearest, ties
 // to even. A carry out of the mantissa moves into the exponent, which is
 // the right rounding there too.
@@ -35,13 +23,25 @@ uint32_t ShiftRightRoundingToEven(uint32_t bits, int shift) {
 // A widened NaN is made quiet, so that no arithmetic on it traps.
 float WidenedFloat(uint32_t bits) {
   const bool nan = (bits & ~kFloatSign) > kFloatInfinity;
-  return FloatOf(nan ? bits | kFloatQuietBit : bits);
+  return FloatFromBits(nan ? bits | kFloatQuietBit : bits);
 }
 
 }  // namespace
 
+uint32_t FloatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+float FloatFromBits(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
 uint16_t FloatToHalf(float value) {
-  const uint32_t bits = BitsOf(value);
+  const uint32_t bits = FloatBits(value);
   const uint16_t sign = static_cast<uint16_t>((bits & kFloatSign) >> 16);
   const uint32_t magnitude = bits & ~kFloatSign;
   if (magnitude > kFloatInfinity) return sign | 0x7e00u;  // NaN
@@ -71,15 +71,16 @@ float HalfToFloat(uint16_t half) {
     return WidenedFloat(sign | kFloatInfinity | (mantissa << 13));
   }
   if (exponent != 0) {
-    return FloatOf(sign | ((exponent + 127u - 15u) << 23) | (mantissa << 13));
+    return FloatFromBits(sign | ((exponent + 127u - 15u) << 23) |
+                         (mantissa << 13));
   }
   // Zero or subnormal: mantissa * 2^-24, exact in float.
   const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-  return FloatOf(sign | BitsOf(magnitude));
+  return FloatFromBits(sign | FloatBits(magnitude));
 }
 
 uint16_t FloatToBFloat16(float value) {
-  const uint32_t bits = BitsOf(value);
+  const uint32_t bits = FloatBits(value);
   if ((bits & ~kFloatSign) > kFloatInfinity) {  // NaN
     return static_cast<uint16_t>(((bits & kFloatSign) >> 16) | 0x7fc0u);
   }

@@ -1,7 +1,9 @@
 // float32 <-> float16 (IEEE 754 binary16) and bfloat16 conversions of single
 // values, as bit patterns: the element conversions of favor.v1.Tensor's
 // FLOAT16 and BFLOAT16 dtypes, shared by the client (favor::Tensor) and the
-// server (server/service/tensor_codec.h) so that both round the same way.
+// server (server/service/tensor_codec.h) so that both round the same way;
+// and float32's own bit pattern, which they work on and which FLOAT32
+// elements are.
 //
 // One behaviour for both formats:
 // - Narrowing (float -> 16 bits) rounds to nearest, ties to even, as if the
@@ -22,6 +24,10 @@
 #include <cstdint>
 
 namespace favor {
+
+// The bits of a float32 and back (C++20's std::bit_cast).
+uint32_t FloatBits(float value);
+float FloatFromBits(uint32_t bits);
 
 // IEEE 754 binary16: 1 sign, 5 exponent, 10 mantissa bits.
 uint16_t FloatToHalf(float value);

@@ -1,15 +1,7 @@
 #include "server/service/tensor_codec.h"
 
-#include <cstring>
-
 namespace favor::service {
 namespace {
-
-uint32_t BitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
 
 template <typename T>
 void PutLittleEndian(T value, char* out) {
@@ -39,7 +31,7 @@ void EncodeFloats(absl::Span<const float> values, v1::Dtype dtype,
   char* data = out->data();
   for (size_t i = 0; i < values.size(); ++i, data += width) {
     if (dtype == v1::DTYPE_FLOAT32) {
-      PutLittleEndian(BitsOf(values[i]), data);
+      PutLittleEndian(FloatBits(values[i]), data);
     } else if (dtype == v1::DTYPE_FLOAT16) {
       PutLittleEndian(FloatToHalf(values[i]), data);
     } else {

@@ -40,15 +40,25 @@ struct Script {
   int64_t retry_after_micros = 0;
 };
 
+// A server on an ephemeral loopback port; `add_service` registers what it
+// serves with the builder.
+template <typename AddService>
+std::unique_ptr<grpc::Server> StartOnLoopback(AddService add_service,
+                                              int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           port);
+  add_service(builder);
+  return builder.BuildAndStart();
+}
+
 // A Favor server that follows a Script and records when each call came.
 class ScriptedServer final : public v1::Favor::Service {
  public:
   explicit ScriptedServer(Script script) : script_(std::move(script)) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
+    server_ = StartOnLoopback(
+        [this](grpc::ServerBuilder& builder) { builder.RegisterService(this); },
+        &port_);
   }
   ~ScriptedServer() override { server_->Shutdown(); }
 
@@ -379,11 +389,11 @@ TEST(ClientRetryTest, StreamInvalidArgumentIsNotRetried) {
 class DrainingServer final : public grpc::CallbackGenericService {
  public:
   DrainingServer() {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterCallbackGenericService(this);
-    server_ = builder.BuildAndStart();
+    server_ = StartOnLoopback(
+        [this](grpc::ServerBuilder& builder) {
+          builder.RegisterCallbackGenericService(this);
+        },
+        &port_);
   }
   ~DrainingServer() override { server_->Shutdown(); }
 

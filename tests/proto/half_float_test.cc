@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -19,18 +18,6 @@
 
 namespace favor {
 namespace {
-
-uint32_t BitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float FloatOf(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
 
 // A 16-bit format: exponent and mantissa widths, and the conversions under
 // test.
@@ -151,7 +138,7 @@ TEST_P(HalfFloatTest, EveryNaNStaysAQuietNaNOfItsSign) {
     const float wide = format.widen(bits);
     ASSERT_TRUE(std::isnan(wide))
         << format.name << " 0x" << std::hex << pattern;
-    ASSERT_NE(BitsOf(wide) & 0x00400000u, 0u)  // the quiet bit
+    ASSERT_NE(FloatBits(wide) & 0x00400000u, 0u)  // the quiet bit
         << format.name << " 0x" << std::hex << pattern;
     const uint16_t sign = bits & 0x8000;
     ASSERT_EQ(std::signbit(wide), sign != 0);
@@ -162,7 +149,7 @@ TEST_P(HalfFloatTest, EveryNaNStaysAQuietNaNOfItsSign) {
   for (uint32_t nan : {0x7fc00000u, 0x7f800001u, 0x7fa00000u, 0x7fbfffffu,
                        0x7f801234u, 0x7fffffffu}) {
     for (uint32_t sign : {0u, 0x80000000u}) {
-      EXPECT_EQ(format.narrow(FloatOf(sign | nan)),
+      EXPECT_EQ(format.narrow(FloatFromBits(sign | nan)),
                 (sign >> 16) | format.quiet_nan())
           << format.name << " 0x" << std::hex << (sign | nan);
     }
@@ -174,8 +161,8 @@ TEST_P(HalfFloatTest, NarrowingRoundsToNearestEvenAtEveryBoundary) {
   const TableRounding reference(format);
   for (float value : reference.Boundaries()) {
     ASSERT_EQ(format.narrow(value), reference.Round(value))
-        << format.name << " of " << value << " (0x" << std::hex << BitsOf(value)
-        << ")";
+        << format.name << " of " << value << " (0x" << std::hex
+        << FloatBits(value) << ")";
   }
 }
 
@@ -185,7 +172,7 @@ TEST_P(HalfFloatTest, NarrowingMatchesTheReferenceOverTheFloats) {
   // About four million floats spread over every exponent, both signs; an
   // odd stride reaches every low-bit pattern.
   for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 1031) {
-    const float value = FloatOf(static_cast<uint32_t>(bits));
+    const float value = FloatFromBits(static_cast<uint32_t>(bits));
     if (std::isnan(value)) continue;
     ASSERT_EQ(format.narrow(value), reference.Round(value))
         << format.name << " of " << value << " (0x" << std::hex << bits << ")";
@@ -198,6 +185,14 @@ std::string FormatName(const ::testing::TestParamInfo<const Format*>& param) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, HalfFloatTest,
                          ::testing::Values(&kHalf, &kBFloat16), FormatName);
+
+TEST(HalfFloatEdgeTest, Float32Bits) {
+  EXPECT_EQ(FloatBits(1.0f), 0x3f800000u);
+  EXPECT_EQ(FloatBits(-0.0f), 0x80000000u);
+  EXPECT_EQ(FloatFromBits(0xc0000000u), -2.0f);
+  EXPECT_EQ(FloatFromBits(0x00000001u),
+            std::numeric_limits<float>::denorm_min());
+}
 
 TEST(HalfFloatEdgeTest, Float16) {
   const float infinity = std::numeric_limits<float>::infinity();
