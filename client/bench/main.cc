@@ -95,10 +95,7 @@ absl::StatusOr<std::unique_ptr<favor::Client>> NewClient() {
   settings.deadline = absl::GetFlag(FLAGS_deadline);
   settings.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   settings.user_agent_prefix = "favor-bench/0.1.0";
-  absl::StatusOr<favor::ClientOptions> options =
-      favor::cli::ToClientOptions(settings);
-  if (!options.ok()) return options.status();
-  return favor::Client::Create(*options);
+  return favor::cli::NewClient(settings);
 }
 
 // Keeps every call within the model's limits: inputs per call, and lengths

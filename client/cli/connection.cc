@@ -85,4 +85,11 @@ absl::StatusOr<ClientOptions> ToClientOptions(
   return options;
 }
 
+absl::StatusOr<std::unique_ptr<Client>> NewClient(
+    const ConnectionSettings& settings) {
+  absl::StatusOr<ClientOptions> options = ToClientOptions(settings);
+  if (!options.ok()) return options.status();
+  return Client::Create(*options);
+}
+
 }  // namespace favor::cli

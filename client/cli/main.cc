@@ -107,10 +107,7 @@ absl::StatusOr<std::unique_ptr<favor::Client>> NewClient(
       deadline == absl::ZeroDuration() ? default_deadline : deadline;
   settings.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   settings.user_agent_prefix = "favor-cli/0.1.0";
-  absl::StatusOr<favor::ClientOptions> options =
-      favor::cli::ToClientOptions(settings);
-  if (!options.ok()) return options.status();
-  return favor::Client::Create(*options);
+  return favor::cli::NewClient(settings);
 }
 
 absl::Status CheckArgumentCount(const std::vector<std::string>& arguments,
