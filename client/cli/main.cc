@@ -15,8 +15,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -165,47 +167,48 @@ absl::Status Model(const std::vector<std::string>& arguments) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<favor::Pooling> ParsePooling(const std::string& name) {
-  if (name == "default") return favor::Pooling::kModelDefault;
-  if (name == "mean") return favor::Pooling::kMean;
-  if (name == "cls") return favor::Pooling::kCls;
-  if (name == "attention") return favor::Pooling::kAttention;
-  if (name == "none") return favor::Pooling::kNone;
-  return UsageError(absl::StrCat("--pooling=", name,
-                                 " is not one of default, mean, cls, "
-                                 "attention, none"));
-}
-
-absl::StatusOr<favor::Normalization> ParseNormalization(
-    const std::string& name) {
-  if (name == "default") return favor::Normalization::kModelDefault;
-  if (name == "none") return favor::Normalization::kNone;
-  if (name == "l2") return favor::Normalization::kL2;
-  return UsageError(absl::StrCat("--normalization=", name,
-                                 " is not one of default, none, l2"));
-}
-
-absl::StatusOr<favor::Truncation> ParseTruncation(const std::string& name) {
-  if (name == "none") return favor::Truncation::kNone;
-  if (name == "left") return favor::Truncation::kLeft;
-  if (name == "right") return favor::Truncation::kRight;
-  return UsageError(
-      absl::StrCat("--truncation=", name, " is not one of none, left, right"));
+// The value that `name` stands for among the `choices` of --`flag`; bad
+// usage listing them otherwise.
+template <typename Enum>
+absl::StatusOr<Enum> ParseChoice(
+    absl::string_view flag, const std::string& name,
+    std::initializer_list<std::pair<absl::string_view, Enum>> choices) {
+  std::vector<absl::string_view> names;
+  for (const auto& [choice, value] : choices) {
+    if (name == choice) return value;
+    names.push_back(choice);
+  }
+  return UsageError(absl::StrCat("--", flag, "=", name, " is not one of ",
+                                 absl::StrJoin(names, ", ")));
 }
 
 absl::StatusOr<favor::EmbedOptions> EmbedOptionsFromFlags() {
+  using favor::Normalization;
+  using favor::Pooling;
+  using favor::Truncation;
   favor::EmbedOptions options;
   options.model = absl::GetFlag(FLAGS_model);
-  absl::StatusOr<favor::Pooling> pooling =
-      ParsePooling(absl::GetFlag(FLAGS_pooling));
+  absl::StatusOr<Pooling> pooling =
+      ParseChoice<Pooling>("pooling", absl::GetFlag(FLAGS_pooling),
+                           {{"default", Pooling::kModelDefault},
+                            {"mean", Pooling::kMean},
+                            {"cls", Pooling::kCls},
+                            {"attention", Pooling::kAttention},
+                            {"none", Pooling::kNone}});
   if (!pooling.ok()) return pooling.status();
   options.pooling = *pooling;
-  absl::StatusOr<favor::Normalization> normalization =
-      ParseNormalization(absl::GetFlag(FLAGS_normalization));
+  absl::StatusOr<Normalization> normalization = ParseChoice<Normalization>(
+      "normalization", absl::GetFlag(FLAGS_normalization),
+      {{"default", Normalization::kModelDefault},
+       {"none", Normalization::kNone},
+       {"l2", Normalization::kL2}});
   if (!normalization.ok()) return normalization.status();
   options.normalization = *normalization;
-  absl::StatusOr<favor::Truncation> truncation =
-      ParseTruncation(absl::GetFlag(FLAGS_truncation));
+  absl::StatusOr<Truncation> truncation =
+      ParseChoice<Truncation>("truncation", absl::GetFlag(FLAGS_truncation),
+                              {{"none", Truncation::kNone},
+                               {"left", Truncation::kLeft},
+                               {"right", Truncation::kRight}});
   if (!truncation.ok()) return truncation.status();
   options.truncation = *truncation;
   options.include_token_embeddings = absl::GetFlag(FLAGS_token_embeddings);
