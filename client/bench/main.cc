@@ -36,31 +36,12 @@
 #include "client/bench/report.h"
 #include "client/bench/server_metrics.h"
 #include "client/cli/connection.h"
-#include "client/cli/exit_code.h"
+#include "client/cli/connection_flags.h"
 #include "client/cli/flag_parsing.h"
+#include "client/cli/tool_main.h"
 #include "favor/client.h"
 
-// ---- Connection ----
-ABSL_FLAG(std::vector<std::string>, endpoint, {"localhost:50051"},
-          "server(s), comma-separated gRPC targets (host:port, "
-          "dns:///name:port, unix:/path); calls go round-robin");
-ABSL_FLAG(bool, tls, false,
-          "use TLS (implied by any --tls_* flag); roots: --tls_roots_file or "
-          "gRPC's default");
-ABSL_FLAG(std::string, tls_roots_file, "",
-          "PEM CA certificates the server's certificate must chain to");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "name to check the server's certificate against instead of the "
-          "endpoint's host");
-ABSL_FLAG(std::string, tls_client_cert_file, "",
-          "PEM client certificate chain, for mutual TLS");
-ABSL_FLAG(std::string, tls_client_key_file, "",
-          "PEM client private key, for mutual TLS");
-ABSL_FLAG(std::string, bearer_token, "",
-          "send 'authorization: Bearer TOKEN' (visible in ps: prefer "
-          "--bearer_token_file)");
-ABSL_FLAG(std::string, bearer_token_file, "",
-          "file whose first line is the bearer token");
+// ---- Connection (the rest: client/cli/connection_flags.h) ----
 ABSL_FLAG(absl::Duration, deadline, absl::Seconds(60),
           "deadline of each call (or stream message), from its sending");
 ABSL_FLAG(int, max_attempts, 1,
@@ -99,6 +80,8 @@ ABSL_FLAG(bool, json, false, "print the report as one JSON object");
 
 namespace {
 
+using favor::cli::UsageError;
+
 constexpr char kProgram[] = "favor-bench";
 
 // The server records a batch's compute time and tokens just after it has
@@ -106,27 +89,13 @@ constexpr char kProgram[] = "favor-bench";
 // arrives can miss them: each scrape waits this long after the calls.
 constexpr absl::Duration kMetricsSettle = absl::Milliseconds(250);
 
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
-}
-
 absl::StatusOr<std::unique_ptr<favor::Client>> NewClient() {
-  favor::cli::ConnectionSettings settings;
-  settings.endpoints = absl::GetFlag(FLAGS_endpoint);
-  settings.tls = absl::GetFlag(FLAGS_tls);
-  settings.tls_roots_file = absl::GetFlag(FLAGS_tls_roots_file);
-  settings.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  settings.tls_client_cert_file = absl::GetFlag(FLAGS_tls_client_cert_file);
-  settings.tls_client_key_file = absl::GetFlag(FLAGS_tls_client_key_file);
-  settings.bearer_token = absl::GetFlag(FLAGS_bearer_token);
-  settings.bearer_token_file = absl::GetFlag(FLAGS_bearer_token_file);
+  favor::cli::ConnectionSettings settings =
+      favor::cli::ConnectionSettingsFromFlags();
   settings.deadline = absl::GetFlag(FLAGS_deadline);
   settings.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   settings.user_agent_prefix = "favor-bench/0.1.0";
-  absl::StatusOr<favor::ClientOptions> options =
-      favor::cli::ToClientOptions(settings);
-  if (!options.ok()) return options.status();
-  return favor::Client::Create(*options);
+  return favor::cli::NewClient(settings);
 }
 
 // Keeps every call within the model's limits: inputs per call, and lengths
@@ -288,14 +257,7 @@ int main(int argc, char** argv) {
       "unary or --streaming; reports throughput, latency percentiles and "
       "errors by code (--json for machines).\n"
       "Usage: favor-bench [flags]");
-  absl::StatusOr<favor::cli::ParsedCommandLine> parsed =
-      favor::cli::ParseFlags(argc, argv);
-  if (!parsed.ok()) {
-    return favor::cli::ReportAndExitCode(kProgram, parsed.status());
-  }
-  if (parsed->help) {
-    std::printf("%s", favor::cli::FlagsUsage("client/bench/main.cc").c_str());
-    return 0;
-  }
-  return favor::cli::ReportAndExitCode(kProgram, Run(parsed->positional));
+  return favor::cli::RunToolMain(
+      argc, argv, kProgram,
+      {"client/bench/main.cc", favor::cli::ConnectionFlagsFile()}, Run);
 }

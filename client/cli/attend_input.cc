@@ -2,13 +2,13 @@
 
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/cli/read_file.h"
 
 namespace favor::cli {
 namespace {
@@ -58,15 +58,12 @@ Tensor RandomTensor(const std::vector<int64_t>& shape, uint64_t seed) {
 
 absl::StatusOr<Tensor> ReadTensorFile(const std::string& path,
                                       const std::vector<int64_t>& shape) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
-  }
+  absl::StatusOr<std::string> data = ReadFile(path);
+  if (!data.ok()) return data.status();
   Tensor tensor;
   tensor.shape = shape;
   tensor.dtype = Dtype::kFloat32;
-  tensor.data.assign(std::istreambuf_iterator<char>(file),
-                     std::istreambuf_iterator<char>());
+  tensor.data = *std::move(data);
   const int64_t want = Product(shape) * 4;
   if (static_cast<int64_t>(tensor.data.size()) != want) {
     return absl::InvalidArgumentError(absl::StrCat(

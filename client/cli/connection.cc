@@ -3,19 +3,19 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "favor/client.h"
+#include "client/cli/read_file.h"
 
 namespace favor::cli {
 namespace {
 
 absl::StatusOr<std::string> ReadIfSet(const std::string& path) {
   if (path.empty()) return std::string();
-  return favor::ReadFile(path);
+  return ReadFile(path);
 }
 
 // The token of a token file: its first line, without surrounding space.
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
-  absl::StatusOr<std::string> text = favor::ReadFile(path);
+  absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
   const std::string token(absl::StripAsciiWhitespace(
       absl::string_view(*text).substr(0, text->find('\n'))));
@@ -83,6 +83,13 @@ absl::StatusOr<ClientOptions> ToClientOptions(
   options.retry.max_attempts = settings.max_attempts;
   options.user_agent_prefix = settings.user_agent_prefix;
   return options;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> NewClient(
+    const ConnectionSettings& settings) {
+  absl::StatusOr<ClientOptions> options = ToClientOptions(settings);
+  if (!options.ok()) return options.status();
+  return Client::Create(*options);
 }
 
 }  // namespace favor::cli

@@ -5,11 +5,13 @@
 #ifndef FAVOR_CLIENT_CLI_CONNECTION_H_
 #define FAVOR_CLIENT_CLI_CONNECTION_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "favor/client.h"
 #include "favor/client_options.h"
 
 namespace favor::cli {
@@ -40,6 +42,10 @@ struct ConnectionSettings {
 // INVALID_ARGUMENT for contradictory or empty settings, NOT_FOUND naming a
 // file that cannot be read.
 absl::StatusOr<ClientOptions> ToClientOptions(
+    const ConnectionSettings& settings);
+
+// A client with ToClientOptions(settings), or why there is none.
+absl::StatusOr<std::unique_ptr<Client>> NewClient(
     const ConnectionSettings& settings);
 
 }  // namespace favor::cli

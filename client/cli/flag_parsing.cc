@@ -14,10 +14,6 @@
 namespace favor::cli {
 namespace {
 
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
-}
-
 // The flag `name` stands for, and the value a bare --name or --noname
 // gives a bool flag; nullptr when there is none.
 absl::CommandLineFlag* FindFlag(absl::string_view name,
@@ -75,6 +71,10 @@ absl::Status ParseOneFlag(int argc, char** argv, int* index) {
 
 }  // namespace
 
+absl::Status UsageError(absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
+}
+
 absl::StatusOr<ParsedCommandLine> ParseFlags(int argc, char** argv) {
   ParsedCommandLine parsed;
   bool flags_ended = false;
@@ -96,12 +96,19 @@ absl::StatusOr<ParsedCommandLine> ParseFlags(int argc, char** argv) {
 }
 
 std::string FlagsUsage(absl::string_view flags_file_suffix) {
+  return FlagsUsage(absl::Span<const absl::string_view>(&flags_file_suffix, 1));
+}
+
+std::string FlagsUsage(
+    absl::Span<const absl::string_view> flags_file_suffixes) {
   std::map<std::string, const absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (!flag->IsRetired() &&
-        absl::EndsWith(flag->Filename(), flags_file_suffix)) {
-      flags[std::string(name)] = flag;
-    }
+    const bool listed =
+        std::any_of(flags_file_suffixes.begin(), flags_file_suffixes.end(),
+                    [&](absl::string_view suffix) {
+                      return absl::EndsWith(flag->Filename(), suffix);
+                    });
+    if (!flag->IsRetired() && listed) flags[std::string(name)] = flag;
   }
   std::string usage = absl::StrCat(absl::ProgramUsageMessage(), "\n\nFlags:\n");
   for (const auto& [name, flag] : flags) {

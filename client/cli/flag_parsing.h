@@ -2,7 +2,8 @@
 // registry but with errors as a Status rather than absl::ParseCommandLine's
 // exit(1) and multi-line report: the tools' exit codes mirror gRPC status
 // codes, and bad usage must exit 3 (INVALID_ARGUMENT) with one stderr line.
-// The flags themselves are defined in each tool's main.cc, and only there.
+// The flags themselves are defined in each tool's main.cc, and only there,
+// but for the connection flags both tools share (connection_flags.h).
 //
 // Accepted forms: --name=value, --name value, -name..., --bool_flag,
 // --nobool_flag, and "--" to end the flags. Every argument that is not a
@@ -16,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace favor::cli {
 
@@ -26,14 +28,19 @@ struct ParsedCommandLine {
   bool help = false;
 };
 
+// INVALID_ARGUMENT "<message> (see --help)": bad usage of a tool.
+absl::Status UsageError(absl::string_view message);
+
 // Sets every flag given in argv[1..argc) and returns the rest.
 // INVALID_ARGUMENT naming the argument for an unknown flag, a missing value
 // or a value the flag's type does not accept.
 absl::StatusOr<ParsedCommandLine> ParseFlags(int argc, char** argv);
 
 // absl::ProgramUsageMessage(), then each flag defined in a source file whose
-// path ends with `flags_file_suffix` (a tool's main.cc): name, help and
-// default, sorted by name.
+// path ends with one of `flags_file_suffixes` (a tool's main.cc and
+// connection_flags.cc): name, help and default, sorted by name.
+std::string FlagsUsage(absl::Span<const absl::string_view> flags_file_suffixes);
+// The same for one file.
 std::string FlagsUsage(absl::string_view flags_file_suffix);
 
 }  // namespace favor::cli

@@ -15,8 +15,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -28,34 +30,15 @@
 #include "absl/time/time.h"
 #include "client/cli/attend_input.h"
 #include "client/cli/connection.h"
-#include "client/cli/exit_code.h"
+#include "client/cli/connection_flags.h"
 #include "client/cli/flag_parsing.h"
 #include "client/cli/json_output.h"
 #include "client/cli/token_input.h"
+#include "client/cli/tool_main.h"
 #include "favor/client.h"
 #include "nlohmann/json.hpp"
 
-// ---- Connection ----
-ABSL_FLAG(std::vector<std::string>, endpoint, {"localhost:50051"},
-          "server(s), comma-separated gRPC targets (host:port, "
-          "dns:///name:port, unix:/path); calls go round-robin");
-ABSL_FLAG(bool, tls, false,
-          "use TLS (implied by any --tls_* flag); roots: --tls_roots_file or "
-          "gRPC's default");
-ABSL_FLAG(std::string, tls_roots_file, "",
-          "PEM CA certificates the server's certificate must chain to");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "name to check the server's certificate against instead of the "
-          "endpoint's host");
-ABSL_FLAG(std::string, tls_client_cert_file, "",
-          "PEM client certificate chain, for mutual TLS");
-ABSL_FLAG(std::string, tls_client_key_file, "",
-          "PEM client private key, for mutual TLS");
-ABSL_FLAG(std::string, bearer_token, "",
-          "send 'authorization: Bearer TOKEN' (visible in ps: prefer "
-          "--bearer_token_file)");
-ABSL_FLAG(std::string, bearer_token_file, "",
-          "file whose first line is the bearer token");
+// ---- Connection (the rest: client/cli/connection_flags.h) ----
 ABSL_FLAG(absl::Duration, deadline, absl::ZeroDuration(),
           "deadline of the call, retries included (e.g. 500ms, 30s); 0: 3s "
           "for health, 30s otherwise");
@@ -101,6 +84,8 @@ ABSL_FLAG(std::string, output_file, "",
 
 namespace {
 
+using favor::cli::UsageError;
+
 constexpr char kProgram[] = "favor-cli";
 
 // Deadlines when --deadline is 0: health checks must be quick (a container
@@ -108,10 +93,6 @@ constexpr char kProgram[] = "favor-cli";
 // wait for a busy server.
 constexpr absl::Duration kHealthDeadline = absl::Seconds(3);
 constexpr absl::Duration kCallDeadline = absl::Seconds(30);
-
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(message, " (see --help)"));
-}
 
 void PrintJson(const nlohmann::json& json) {
   const std::string text =
@@ -121,24 +102,14 @@ void PrintJson(const nlohmann::json& json) {
 
 absl::StatusOr<std::unique_ptr<favor::Client>> NewClient(
     absl::Duration default_deadline) {
-  favor::cli::ConnectionSettings settings;
-  settings.endpoints = absl::GetFlag(FLAGS_endpoint);
-  settings.tls = absl::GetFlag(FLAGS_tls);
-  settings.tls_roots_file = absl::GetFlag(FLAGS_tls_roots_file);
-  settings.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  settings.tls_client_cert_file = absl::GetFlag(FLAGS_tls_client_cert_file);
-  settings.tls_client_key_file = absl::GetFlag(FLAGS_tls_client_key_file);
-  settings.bearer_token = absl::GetFlag(FLAGS_bearer_token);
-  settings.bearer_token_file = absl::GetFlag(FLAGS_bearer_token_file);
+  favor::cli::ConnectionSettings settings =
+      favor::cli::ConnectionSettingsFromFlags();
   const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
   settings.deadline =
       deadline == absl::ZeroDuration() ? default_deadline : deadline;
   settings.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   settings.user_agent_prefix = "favor-cli/0.1.0";
-  absl::StatusOr<favor::ClientOptions> options =
-      favor::cli::ToClientOptions(settings);
-  if (!options.ok()) return options.status();
-  return favor::Client::Create(*options);
+  return favor::cli::NewClient(settings);
 }
 
 absl::Status CheckArgumentCount(const std::vector<std::string>& arguments,
@@ -196,47 +167,48 @@ absl::Status Model(const std::vector<std::string>& arguments) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<favor::Pooling> ParsePooling(const std::string& name) {
-  if (name == "default") return favor::Pooling::kModelDefault;
-  if (name == "mean") return favor::Pooling::kMean;
-  if (name == "cls") return favor::Pooling::kCls;
-  if (name == "attention") return favor::Pooling::kAttention;
-  if (name == "none") return favor::Pooling::kNone;
-  return UsageError(absl::StrCat("--pooling=", name,
-                                 " is not one of default, mean, cls, "
-                                 "attention, none"));
-}
-
-absl::StatusOr<favor::Normalization> ParseNormalization(
-    const std::string& name) {
-  if (name == "default") return favor::Normalization::kModelDefault;
-  if (name == "none") return favor::Normalization::kNone;
-  if (name == "l2") return favor::Normalization::kL2;
-  return UsageError(absl::StrCat("--normalization=", name,
-                                 " is not one of default, none, l2"));
-}
-
-absl::StatusOr<favor::Truncation> ParseTruncation(const std::string& name) {
-  if (name == "none") return favor::Truncation::kNone;
-  if (name == "left") return favor::Truncation::kLeft;
-  if (name == "right") return favor::Truncation::kRight;
-  return UsageError(
-      absl::StrCat("--truncation=", name, " is not one of none, left, right"));
+// The value that `name` stands for among the `choices` of --`flag`; bad
+// usage listing them otherwise.
+template <typename Enum>
+absl::StatusOr<Enum> ParseChoice(
+    absl::string_view flag, const std::string& name,
+    std::initializer_list<std::pair<absl::string_view, Enum>> choices) {
+  std::vector<absl::string_view> names;
+  for (const auto& [choice, value] : choices) {
+    if (name == choice) return value;
+    names.push_back(choice);
+  }
+  return UsageError(absl::StrCat("--", flag, "=", name, " is not one of ",
+                                 absl::StrJoin(names, ", ")));
 }
 
 absl::StatusOr<favor::EmbedOptions> EmbedOptionsFromFlags() {
+  using favor::Normalization;
+  using favor::Pooling;
+  using favor::Truncation;
   favor::EmbedOptions options;
   options.model = absl::GetFlag(FLAGS_model);
-  absl::StatusOr<favor::Pooling> pooling =
-      ParsePooling(absl::GetFlag(FLAGS_pooling));
+  absl::StatusOr<Pooling> pooling =
+      ParseChoice<Pooling>("pooling", absl::GetFlag(FLAGS_pooling),
+                           {{"default", Pooling::kModelDefault},
+                            {"mean", Pooling::kMean},
+                            {"cls", Pooling::kCls},
+                            {"attention", Pooling::kAttention},
+                            {"none", Pooling::kNone}});
   if (!pooling.ok()) return pooling.status();
   options.pooling = *pooling;
-  absl::StatusOr<favor::Normalization> normalization =
-      ParseNormalization(absl::GetFlag(FLAGS_normalization));
+  absl::StatusOr<Normalization> normalization = ParseChoice<Normalization>(
+      "normalization", absl::GetFlag(FLAGS_normalization),
+      {{"default", Normalization::kModelDefault},
+       {"none", Normalization::kNone},
+       {"l2", Normalization::kL2}});
   if (!normalization.ok()) return normalization.status();
   options.normalization = *normalization;
-  absl::StatusOr<favor::Truncation> truncation =
-      ParseTruncation(absl::GetFlag(FLAGS_truncation));
+  absl::StatusOr<Truncation> truncation =
+      ParseChoice<Truncation>("truncation", absl::GetFlag(FLAGS_truncation),
+                              {{"none", Truncation::kNone},
+                               {"left", Truncation::kLeft},
+                               {"right", Truncation::kRight}});
   if (!truncation.ok()) return truncation.status();
   options.truncation = *truncation;
   options.include_token_embeddings = absl::GetFlag(FLAGS_token_embeddings);
@@ -385,14 +357,7 @@ int main(int argc, char** argv) {
       "Exit code: the gRPC status code (0 OK, 3 INVALID_ARGUMENT, 5 "
       "NOT_FOUND, 14 UNAVAILABLE, 16 UNAUTHENTICATED, ...); errors are one "
       "line on stderr.");
-  absl::StatusOr<favor::cli::ParsedCommandLine> parsed =
-      favor::cli::ParseFlags(argc, argv);
-  if (!parsed.ok()) {
-    return favor::cli::ReportAndExitCode(kProgram, parsed.status());
-  }
-  if (parsed->help) {
-    std::printf("%s", favor::cli::FlagsUsage("client/cli/main.cc").c_str());
-    return 0;
-  }
-  return favor::cli::ReportAndExitCode(kProgram, Run(parsed->positional));
+  return favor::cli::RunToolMain(
+      argc, argv, kProgram,
+      {"client/cli/main.cc", favor::cli::ConnectionFlagsFile()}, Run);
 }

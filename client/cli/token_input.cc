@@ -1,16 +1,15 @@
 #include "client/cli/token_input.h"
 
 #include <cstdint>
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/cli/read_file.h"
 #include "nlohmann/json.hpp"
 
 namespace favor::cli {
@@ -107,19 +106,14 @@ absl::StatusOr<std::vector<TokenIds>> ParseTokenLines(
 }
 
 absl::StatusOr<std::vector<TokenIds>> ReadTokenFile(const std::string& path) {
-  std::string text;
   if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin),
-                std::istreambuf_iterator<char>());
+    const std::string text(std::istreambuf_iterator<char>(std::cin),
+                           std::istreambuf_iterator<char>{});
     return ParseTokenLines(text, "stdin");
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
-  }
-  text.assign(std::istreambuf_iterator<char>(file),
-              std::istreambuf_iterator<char>());
-  return ParseTokenLines(text, path);
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseTokenLines(*text, path);
 }
 
 }  // namespace favor::cli

@@ -8,9 +8,68 @@
 // ids at or above the model's vocab_size are refused with INVALID_ARGUMENT.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "favor/client.h"
+
+namespace {
+
+// Health and the default model; false when there is no model to show.
+bool ShowServer(favor::Client& client) {
+  absl::StatusOr<favor::ServingStatus> health = client.CheckHealth();
+  std::printf("health: %s\n", health.ok() ? favor::ServingStatusName(*health)
+                                          : health.status().ToString().c_str());
+  absl::StatusOr<favor::ModelInfo> model = client.GetModel();
+  if (!model.ok()) {
+    std::fprintf(stderr, "GetModel: %s\n", model.status().ToString().c_str());
+    return false;
+  }
+  std::printf("model %s: vocab %lld, hidden %lld, attention %s\n",
+              model->name.c_str(),
+              static_cast<long long>(model->config.vocab_size),
+              static_cast<long long>(model->config.hidden_size),
+              model->config.attention.kernel.c_str());
+  return true;
+}
+
+// Blocking, then asynchronous with a future.
+bool Embed(favor::Client& client, const std::vector<favor::TokenIds>& inputs) {
+  absl::StatusOr<favor::EmbedResult> result = client.Embed(inputs);
+  if (!result.ok()) {
+    std::fprintf(stderr, "Embed: %s\n", result.status().ToString().c_str());
+    return false;
+  }
+  for (size_t i = 0; i < result->embeddings.size(); ++i) {
+    const std::vector<float>& values = result->embeddings[i].values;
+    std::printf("input %zu: %zu values, first %f\n", i, values.size(),
+                values.empty() ? 0.0f : values[0]);
+  }
+  auto future = client.EmbedFuture(inputs);
+  std::printf("future: %s\n", future.get().ok() ? "OK" : "failed");
+  return true;
+}
+
+// Many in flight over one stream.
+bool EmbedOverStream(favor::Client& client,
+                     const std::vector<favor::TokenIds>& inputs) {
+  absl::StatusOr<std::unique_ptr<favor::EmbedStreamer>> stream =
+      client.OpenEmbedStream();
+  if (!stream.ok()) return false;
+  for (const favor::TokenIds& input : inputs) (void)(*stream)->Send({input});
+  (*stream)->CloseSend();
+  while (std::optional<favor::StreamedEmbedResult> answer = (*stream)->Next()) {
+    std::printf(
+        "stream answer %llu: %s\n", static_cast<unsigned long long>(answer->id),
+        answer->result.ok() ? "OK"
+                            : answer->result.status().ToString().c_str());
+  }
+  absl::Status finished = (*stream)->Finish();
+  std::printf("stream: %s\n", finished.ToString().c_str());
+  return finished.ok();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   favor::ClientOptions options;
@@ -23,53 +82,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", client.status().ToString().c_str());
     return 1;
   }
-
-  absl::StatusOr<favor::ServingStatus> health = (*client)->CheckHealth();
-  std::printf("health: %s\n", health.ok() ? favor::ServingStatusName(*health)
-                                          : health.status().ToString().c_str());
-
-  absl::StatusOr<favor::ModelInfo> model = (*client)->GetModel();
-  if (!model.ok()) {
-    std::fprintf(stderr, "GetModel: %s\n", model.status().ToString().c_str());
-    return 1;
-  }
-  std::printf("model %s: vocab %lld, hidden %lld, attention %s\n",
-              model->name.c_str(),
-              static_cast<long long>(model->config.vocab_size),
-              static_cast<long long>(model->config.hidden_size),
-              model->config.attention.kernel.c_str());
-
   const std::vector<favor::TokenIds> inputs = {{101, 7592, 2088, 102},
                                                {101, 2088, 102}};
-  // Blocking.
-  absl::StatusOr<favor::EmbedResult> result = (*client)->Embed(inputs);
-  if (!result.ok()) {
-    std::fprintf(stderr, "Embed: %s\n", result.status().ToString().c_str());
-    return 1;
-  }
-  for (size_t i = 0; i < result->embeddings.size(); ++i) {
-    const std::vector<float>& values = result->embeddings[i].values;
-    std::printf("input %zu: %zu values, first %f\n", i, values.size(),
-                values.empty() ? 0.0f : values[0]);
-  }
-
-  // Asynchronous, with a future.
-  auto future = (*client)->EmbedFuture(inputs);
-  std::printf("future: %s\n", future.get().ok() ? "OK" : "failed");
-
-  // Many in flight over one stream.
-  absl::StatusOr<std::unique_ptr<favor::EmbedStreamer>> stream =
-      (*client)->OpenEmbedStream();
-  if (!stream.ok()) return 1;
-  for (const favor::TokenIds& input : inputs) (void)(*stream)->Send({input});
-  (*stream)->CloseSend();
-  while (std::optional<favor::StreamedEmbedResult> answer = (*stream)->Next()) {
-    std::printf(
-        "stream answer %llu: %s\n", static_cast<unsigned long long>(answer->id),
-        answer->result.ok() ? "OK"
-                            : answer->result.status().ToString().c_str());
-  }
-  absl::Status finished = (*stream)->Finish();
-  std::printf("stream: %s\n", finished.ToString().c_str());
-  return finished.ok() ? 0 : 1;
+  const bool ok = ShowServer(**client) && Embed(**client, inputs) &&
+                  EmbedOverStream(**client, inputs);
+  return ok ? 0 : 1;
 }

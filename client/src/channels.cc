@@ -121,13 +121,9 @@ absl::StatusOr<std::vector<std::string>> TargetsFor(
   return targets;
 }
 
-absl::Status ValidateOptions(const ClientOptions& options) {
-  if (absl::StatusOr<std::vector<std::string>> targets =
-          TargetsFor(options.endpoints);
-      !targets.ok()) {
-    return targets.status();
-  }
-  const TlsOptions& tls = options.tls;
+namespace {
+
+absl::Status ValidateTls(const TlsOptions& tls) {
   if (tls.client_certificate_pem.empty() !=
       tls.client_private_key_pem.empty()) {
     return absl::InvalidArgumentError(
@@ -139,6 +135,11 @@ absl::Status ValidateOptions(const ClientOptions& options) {
     return absl::InvalidArgumentError(
         "TlsOptions has certificates but TlsOptions.enabled is false");
   }
+  return absl::OkStatus();
+}
+
+// The default timeout, the message size and keepalive.
+absl::Status ValidateChannelSettings(const ClientOptions& options) {
   if (options.default_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "ClientOptions.default_timeout must be positive");
@@ -154,7 +155,10 @@ absl::Status ValidateOptions(const ClientOptions& options) {
         "KeepaliveOptions.keepalive_time and keepalive_timeout must be "
         "positive");
   }
-  const RetryOptions& retry = options.retry;
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRetry(const RetryOptions& retry) {
   if (retry.max_attempts < 1) {
     return absl::InvalidArgumentError(
         "RetryOptions.max_attempts must be at least 1");
@@ -171,6 +175,22 @@ absl::Status ValidateOptions(const ClientOptions& options) {
   if (!(retry.jitter_fraction >= 0.0 && retry.jitter_fraction <= 1.0)) {
     return absl::InvalidArgumentError(
         "RetryOptions.jitter_fraction must be in [0, 1]");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateOptions(const ClientOptions& options) {
+  if (absl::StatusOr<std::vector<std::string>> targets =
+          TargetsFor(options.endpoints);
+      !targets.ok()) {
+    return targets.status();
+  }
+  for (const absl::Status& status :
+       {ValidateTls(options.tls), ValidateChannelSettings(options),
+        ValidateRetry(options.retry)}) {
+    if (!status.ok()) return status;
   }
   return absl::OkStatus();
 }

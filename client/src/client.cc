@@ -1,9 +1,8 @@
 #include "favor/client.h"
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "channels.h"
@@ -15,6 +14,8 @@
 namespace favor {
 namespace {
 
+using client_internal::CallFavor;
+using client_internal::Retries;
 using client_internal::UnaryCall;
 using client_internal::UnaryCallSettings;
 
@@ -29,11 +30,23 @@ std::future<absl::StatusOr<T>> AsFuture(StartFn start) {
   return future;
 }
 
-template <typename Result, typename Response>
-std::function<absl::StatusOr<Result>(const Response&)> Converter() {
-  return [](const Response& response) -> absl::StatusOr<Result> {
-    return client_internal::FromProto(response);
-  };
+// The request's tensors pass Tensor::Validate; INVALID_ARGUMENT naming the
+// first that does not.
+absl::Status ValidateTensors(const AttendRequest& request) {
+  std::vector<std::pair<const char*, const Tensor*>> tensors = {
+      {"query", &request.query},
+      {"key", &request.key},
+      {"value", &request.value}};
+  if (request.projection_matrix.has_value()) {
+    tensors.emplace_back("projection_matrix", &*request.projection_matrix);
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (absl::Status status = tensor->Validate(); !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("AttendRequest.", name, ": ", status.message()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -48,16 +61,6 @@ const char* ServingStatusName(ServingStatus status) {
       break;
   }
   return "UNKNOWN";
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream content;
-  content << file.rdbuf();
-  if (file.bad())
-    return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  return content.str();
 }
 
 // --- Client::Impl ------------------------------------------------------------
@@ -155,17 +158,8 @@ void Client::EmbedAsync(absl::Span<const TokenIds> inputs,
                         Callback<EmbedResult> done) {
   v1::EmbedRequest request;
   client_internal::ToProto(inputs, options, &request);
-  Impl* impl = impl_.get();
-  UnaryCall<v1::EmbedRequest, v1::EmbedResponse, EmbedResult>::Run(
-      impl, std::move(request),
-      UnaryCallSettings{impl->DeadlineFor(call), call.wait_for_ready, true},
-      [impl](size_t channel, grpc::ClientContext* context,
-             const v1::EmbedRequest* req, v1::EmbedResponse* response,
-             std::function<void(grpc::Status)> on_done) {
-        impl->stub(channel).async()->Embed(context, req, response,
-                                           std::move(on_done));
-      },
-      Converter<EmbedResult, v1::EmbedResponse>(), std::move(done));
+  CallFavor(impl_.get(), &v1::Favor::Stub::async::Embed, std::move(request),
+            call, std::move(done));
 }
 
 std::future<absl::StatusOr<EmbedResult>> Client::EmbedFuture(
@@ -186,37 +180,14 @@ absl::StatusOr<EmbedResult> Client::Embed(absl::Span<const TokenIds> inputs,
 
 void Client::AttendAsync(const AttendRequest& request, const CallOptions& call,
                          Callback<AttendResult> done) {
-  for (const auto& [name, tensor] :
-       {std::pair<const char*, const Tensor*>{"query", &request.query},
-        {"key", &request.key},
-        {"value", &request.value}}) {
-    if (absl::Status status = tensor->Validate(); !status.ok()) {
-      done(absl::InvalidArgumentError(
-          absl::StrCat("AttendRequest.", name, ": ", status.message())));
-      return;
-    }
-  }
-  if (request.projection_matrix.has_value()) {
-    if (absl::Status status = request.projection_matrix->Validate();
-        !status.ok()) {
-      done(absl::InvalidArgumentError(
-          absl::StrCat("AttendRequest.projection_matrix: ", status.message())));
-      return;
-    }
+  if (absl::Status status = ValidateTensors(request); !status.ok()) {
+    done(std::move(status));
+    return;
   }
   v1::AttendRequest proto;
   client_internal::ToProto(request, &proto);
-  Impl* impl = impl_.get();
-  UnaryCall<v1::AttendRequest, v1::AttendResponse, AttendResult>::Run(
-      impl, std::move(proto),
-      UnaryCallSettings{impl->DeadlineFor(call), call.wait_for_ready, true},
-      [impl](size_t channel, grpc::ClientContext* context,
-             const v1::AttendRequest* req, v1::AttendResponse* response,
-             std::function<void(grpc::Status)> on_done) {
-        impl->stub(channel).async()->Attend(context, req, response,
-                                            std::move(on_done));
-      },
-      Converter<AttendResult, v1::AttendResponse>(), std::move(done));
+  CallFavor(impl_.get(), &v1::Favor::Stub::async::Attend, std::move(proto),
+            call, std::move(done));
 }
 
 std::future<absl::StatusOr<AttendResult>> Client::AttendFuture(
@@ -235,17 +206,8 @@ absl::StatusOr<AttendResult> Client::Attend(const AttendRequest& request,
 
 void Client::ListModelsAsync(const CallOptions& call,
                              Callback<ModelList> done) {
-  Impl* impl = impl_.get();
-  UnaryCall<v1::ListModelsRequest, v1::ListModelsResponse, ModelList>::Run(
-      impl, v1::ListModelsRequest(),
-      UnaryCallSettings{impl->DeadlineFor(call), call.wait_for_ready, true},
-      [impl](size_t channel, grpc::ClientContext* context,
-             const v1::ListModelsRequest* req, v1::ListModelsResponse* response,
-             std::function<void(grpc::Status)> on_done) {
-        impl->stub(channel).async()->ListModels(context, req, response,
-                                                std::move(on_done));
-      },
-      Converter<ModelList, v1::ListModelsResponse>(), std::move(done));
+  CallFavor(impl_.get(), &v1::Favor::Stub::async::ListModels,
+            v1::ListModelsRequest(), call, std::move(done));
 }
 
 std::future<absl::StatusOr<ModelList>> Client::ListModelsFuture(
@@ -265,20 +227,8 @@ void Client::GetModelAsync(absl::string_view model, const CallOptions& call,
                            Callback<ModelInfo> done) {
   v1::GetModelRequest request;
   request.set_model(std::string(model));
-  Impl* impl = impl_.get();
-  UnaryCall<v1::GetModelRequest, v1::GetModelResponse, ModelInfo>::Run(
-      impl, std::move(request),
-      UnaryCallSettings{impl->DeadlineFor(call), call.wait_for_ready, true},
-      [impl](size_t channel, grpc::ClientContext* context,
-             const v1::GetModelRequest* req, v1::GetModelResponse* response,
-             std::function<void(grpc::Status)> on_done) {
-        impl->stub(channel).async()->GetModel(context, req, response,
-                                              std::move(on_done));
-      },
-      [](const v1::GetModelResponse& response) -> absl::StatusOr<ModelInfo> {
-        return client_internal::FromProto(response.model());
-      },
-      std::move(done));
+  CallFavor(impl_.get(), &v1::Favor::Stub::async::GetModel, std::move(request),
+            call, std::move(done));
 }
 
 std::future<absl::StatusOr<ModelInfo>> Client::GetModelFuture(
@@ -293,7 +243,8 @@ absl::StatusOr<ModelInfo> Client::GetModel(absl::string_view model,
   return GetModelFuture(model, call).get();
 }
 
-// CheckHealth.
+// CheckHealth: grpc.health.v1 through the generic stub (no generated code
+// for it), so not CallFavor.
 
 void Client::CheckHealthAsync(absl::string_view service,
                               const CallOptions& call,
@@ -301,13 +252,14 @@ void Client::CheckHealthAsync(absl::string_view service,
   Impl* impl = impl_.get();
   UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer, ServingStatus>::Run(
       impl, client_internal::HealthCheckRequest(service),
-      UnaryCallSettings{impl->DeadlineFor(call), call.wait_for_ready, false},
+      UnaryCallSettings{impl->DeadlineFor(call), call.wait_for_ready,
+                        Retries::kNone},
       [impl](size_t channel, grpc::ClientContext* context,
-             const grpc::ByteBuffer* req, grpc::ByteBuffer* response,
+             const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
              std::function<void(grpc::Status)> on_done) {
         impl->generic_stub(channel).UnaryCall(
             context, client_internal::kHealthCheckMethod, grpc::StubOptions(),
-            req, response, std::move(on_done));
+            request, response, std::move(on_done));
       },
       client_internal::ParseHealthCheckResponse, std::move(done));
 }

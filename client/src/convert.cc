@@ -1,6 +1,7 @@
 #include "convert.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -86,6 +87,18 @@ ModelLimits FromProto(const v1::ModelLimits& proto) {
 
 }  // namespace
 
+// FromProto of every message of a repeated field, in order. Outside the
+// unnamed namespace, whose FromProto overloads would otherwise hide those of
+// convert.h.
+template <typename Plain, typename Proto>
+std::vector<Plain> FromProtoEach(
+    const google::protobuf::RepeatedPtrField<Proto>& protos) {
+  std::vector<Plain> plain;
+  plain.reserve(protos.size());
+  for (const Proto& proto : protos) plain.push_back(FromProto(proto));
+  return plain;
+}
+
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       status.error_message());
@@ -136,10 +149,7 @@ void ToProto(absl::Span<const TokenIds> inputs, const EmbedOptions& options,
 
 EmbedResult FromProto(const v1::EmbedResponse& proto) {
   EmbedResult result;
-  result.embeddings.reserve(proto.embeddings_size());
-  for (const v1::Embedding& embedding : proto.embeddings()) {
-    result.embeddings.push_back(FromProto(embedding));
-  }
+  result.embeddings = FromProtoEach<Embedding>(proto.embeddings());
   result.model = proto.model();
   result.model_version = proto.model_version();
   result.num_tokens = proto.num_tokens();
@@ -190,12 +200,13 @@ ModelInfo FromProto(const v1::ModelInfo& proto) {
   return info;
 }
 
+ModelInfo FromProto(const v1::GetModelResponse& proto) {
+  return FromProto(proto.model());
+}
+
 ModelList FromProto(const v1::ListModelsResponse& proto) {
   ModelList list;
-  list.models.reserve(proto.models_size());
-  for (const v1::ModelInfo& model : proto.models()) {
-    list.models.push_back(FromProto(model));
-  }
+  list.models = FromProtoEach<ModelInfo>(proto.models());
   list.default_model = proto.default_model();
   return list;
 }

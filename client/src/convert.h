@@ -31,6 +31,7 @@ void ToProto(const AttendRequest& request, v1::AttendRequest* proto);
 AttendResult FromProto(const v1::AttendResponse& proto);
 
 ModelInfo FromProto(const v1::ModelInfo& proto);
+ModelInfo FromProto(const v1::GetModelResponse& proto);
 ModelList FromProto(const v1::ListModelsResponse& proto);
 
 }  // namespace favor::client_internal

@@ -27,6 +27,47 @@ bool ReadVarint(const std::string& in, size_t* position, uint64_t* value) {
   return false;
 }
 
+// HealthCheckResponse.status: field 1, a varint.
+constexpr uint64_t kStatusTag = (1 << 3) | 0;
+
+// Reads the value of a field of `wire_type` whose tag was just read: a
+// varint into *varint; other types are skipped. False when the bytes end
+// early or the wire type is unknown.
+bool ReadFieldValue(const std::string& in, uint64_t wire_type, size_t* position,
+                    uint64_t* varint) {
+  uint64_t length;
+  switch (wire_type) {
+    case 0:  // varint
+      return ReadVarint(in, position, varint);
+    case 1:  // 64-bit
+      length = 8;
+      break;
+    case 2:  // length-delimited
+      if (!ReadVarint(in, position, &length)) return false;
+      break;
+    case 5:  // 32-bit
+      length = 4;
+      break;
+    default:
+      return false;
+  }
+  if (length > in.size() - *position) return false;
+  *position += length;
+  return true;
+}
+
+// The bytes of `buffer`, its slices joined.
+std::string BytesOf(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (buffer.Dump(&slices).ok()) {
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 grpc::ByteBuffer HealthCheckRequest(absl::string_view service) {
@@ -42,39 +83,17 @@ grpc::ByteBuffer HealthCheckRequest(absl::string_view service) {
 
 absl::StatusOr<ServingStatus> ParseHealthCheckResponse(
     const grpc::ByteBuffer& response) {
-  std::vector<grpc::Slice> slices;
-  std::string bytes;
-  if (response.Dump(&slices).ok()) {
-    for (const grpc::Slice& slice : slices) {
-      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
-  }
-  const absl::Status malformed =
-      absl::InternalError("malformed grpc.health.v1.HealthCheckResponse");
+  const std::string bytes = BytesOf(response);
   uint64_t status = 0;  // UNKNOWN when the field is absent
   size_t position = 0;
   while (position < bytes.size()) {
-    uint64_t tag, value;
-    if (!ReadVarint(bytes, &position, &tag)) return malformed;
-    switch (tag & 7) {
-      case 0:  // varint
-        if (!ReadVarint(bytes, &position, &value)) return malformed;
-        if (tag >> 3 == 1) status = value;
-        continue;
-      case 1:  // 64-bit
-        value = 8;
-        break;
-      case 2:  // length-delimited
-        if (!ReadVarint(bytes, &position, &value)) return malformed;
-        break;
-      case 5:  // 32-bit
-        value = 4;
-        break;
-      default:
-        return malformed;
+    uint64_t tag, varint = 0;
+    if (!ReadVarint(bytes, &position, &tag) ||
+        !ReadFieldValue(bytes, tag & 7, &position, &varint)) {
+      return absl::InternalError(
+          "malformed grpc.health.v1.HealthCheckResponse");
     }
-    if (value > bytes.size() - position) return malformed;
-    position += value;  // skips a field of another number
+    if (tag == kStatusTag) status = varint;  // other fields are skipped
   }
   switch (status) {
     case 1:

@@ -1,9 +1,10 @@
-// UnaryCall: one asynchronous unary RPC of a Client with its retries. Each
-// attempt goes to the next channel (round-robin) with a fresh
-// ClientContext; a retryable failure waits on the client's timer
-// (RetryDelay: backoff, jitter, the server's `retry-after-ms` hint, never
-// past the deadline) and tries again; the result is converted and handed
-// to the callback once, after which the call deletes itself.
+// UnaryCall: one asynchronous unary RPC of a Client with its retries, and
+// CallFavor, which makes every favor.v1.Favor call one. Each attempt goes to
+// the next channel (round-robin) with a fresh ClientContext; a retryable
+// failure waits on the client's timer (RetryDelay: backoff, jitter, the
+// server's `retry-after-ms` hint, never past the deadline) and tries again;
+// the result is converted and handed to the callback once, after which the
+// call deletes itself.
 #ifndef FAVOR_CLIENT_SRC_UNARY_CALL_H_
 #define FAVOR_CLIENT_SRC_UNARY_CALL_H_
 
@@ -26,12 +27,18 @@
 
 namespace favor::client_internal {
 
+// Whether a call is retried.
+enum class Retries {
+  // The client's RetryOptions apply.
+  kAsConfigured,
+  // One attempt only (health checks report the state of the moment).
+  kNone,
+};
+
 struct UnaryCallSettings {
   absl::Time deadline = absl::InfiniteFuture();
   bool wait_for_ready = false;
-  // Whether the client's RetryOptions apply (health checks are not
-  // retried).
-  bool retry = true;
+  Retries retries = Retries::kAsConfigured;
 };
 
 template <typename Request, typename Response, typename Result>
@@ -107,7 +114,7 @@ class UnaryCall final : public CallBase {
     std::optional<absl::Duration> delay;
     {
       absl::MutexLock lock(&mu_);
-      if (settings_.retry && !cancelled_) {
+      if (settings_.retries == Retries::kAsConfigured && !cancelled_) {
         delay = RetryDelay(client_->options().retry, attempts_, status,
                            RetryHint(*context_), absl::Now(),
                            settings_.deadline, client_->jitter());
@@ -153,6 +160,36 @@ class UnaryCall final : public CallBase {
   int attempts_ ABSL_GUARDED_BY(mu_) = 0;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+// A method of the Favor stub's callback API, e.g.
+// &v1::Favor::Stub::async::Embed.
+template <typename Request, typename Response>
+using FavorMethod = void (v1::Favor::Stub::async::*)(
+    grpc::ClientContext*, const Request*, Response*,
+    std::function<void(grpc::Status)>);
+
+// The one path of every favor.v1.Favor RPC: `method` with `request` as a
+// UnaryCall under `call`'s deadline and the client's retries; `done` gets
+// FromProto of the response (convert.h).
+template <typename Result, typename Request, typename Response>
+void CallFavor(Client::Impl* client, FavorMethod<Request, Response> method,
+               Request request, const CallOptions& call,
+               Callback<Result> done) {
+  UnaryCall<Request, Response, Result>::Run(
+      client, std::move(request),
+      UnaryCallSettings{client->DeadlineFor(call), call.wait_for_ready,
+                        Retries::kAsConfigured},
+      [client, method](size_t channel, grpc::ClientContext* context,
+                       const Request* sent, Response* received,
+                       std::function<void(grpc::Status)> on_done) {
+        (client->stub(channel).async()->*method)(context, sent, received,
+                                                 std::move(on_done));
+      },
+      [](const Response& response) -> absl::StatusOr<Result> {
+        return FromProto(response);
+      },
+      std::move(done));
+}
 
 }  // namespace favor::client_internal
 

@@ -1,6 +1,7 @@
 // float32 vectors to the bytes of a v1::Tensor (little-endian, row-major) in
-// FLOAT32, FLOAT16 or BFLOAT16, for token embeddings. Rounding is to nearest,
-// ties to even, as LibTorch's conversions do.
+// FLOAT32, FLOAT16 or BFLOAT16, for token embeddings. The element
+// conversions are favor/half_float.h's (round to nearest, ties to even, as
+// the client's), included here with the codec that uses them.
 #ifndef FAVOR_SERVER_SERVICE_TENSOR_CODEC_H_
 #define FAVOR_SERVER_SERVICE_TENSOR_CODEC_H_
 
@@ -8,12 +9,10 @@
 #include <string>
 
 #include "absl/types/span.h"
+#include "favor/half_float.h"
 #include "favor/v1/favor.pb.h"
 
 namespace favor::service {
-
-uint16_t FloatToHalf(float value);
-uint16_t FloatToBFloat16(float value);
 
 // Bytes per element of a supported dtype; 0 for DTYPE_UNSPECIFIED and
 // unknown values.

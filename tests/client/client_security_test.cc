@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli/read_file.h"
 #include "favor/client.h"
 #include "glog/logging.h"
 #include "gmock/gmock.h"
@@ -121,7 +122,7 @@ class ClientTlsTest : public ::testing::Test {
     return absl::StrCat(*dir_, "/", name);
   }
   static std::string Pem(const std::string& path) {
-    absl::StatusOr<std::string> pem = ReadFile(path);
+    absl::StatusOr<std::string> pem = cli::ReadFile(path);
     CHECK(pem.ok()) << pem.status();
     return *pem;
   }

@@ -2,7 +2,8 @@
 // (ScriptedServer): RESOURCE_EXHAUSTED with a `retry-after-ms` trailer a few
 // times and then success, UNAVAILABLE with exponential backoff,
 // INVALID_ARGUMENT never retried, retries bounded by attempts and by the
-// deadline, and the same inside an EmbedStream (Status.retry_after_micros).
+// deadline, and the same inside an EmbedStream (Status.retry_after_micros);
+// health checks never retried.
 // Also the retry policy itself (src/retry.h) as a pure function.
 #include "retry.h"
 
@@ -39,15 +40,25 @@ struct Script {
   int64_t retry_after_micros = 0;
 };
 
+// A server on an ephemeral loopback port; `add_service` registers what it
+// serves with the builder.
+template <typename AddService>
+std::unique_ptr<grpc::Server> StartOnLoopback(AddService add_service,
+                                              int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           port);
+  add_service(builder);
+  return builder.BuildAndStart();
+}
+
 // A Favor server that follows a Script and records when each call came.
 class ScriptedServer final : public v1::Favor::Service {
  public:
   explicit ScriptedServer(Script script) : script_(std::move(script)) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
+    server_ = StartOnLoopback(
+        [this](grpc::ServerBuilder& builder) { builder.RegisterService(this); },
+        &port_);
   }
   ~ScriptedServer() override { server_->Shutdown(); }
 
@@ -370,6 +381,68 @@ TEST(ClientRetryTest, StreamInvalidArgumentIsNotRetried) {
   EXPECT_EQ(answer->attempts, 1);
   EXPECT_TRUE(streamer->Finish().ok());
   EXPECT_EQ(server.call_times().size(), 1u);
+}
+
+// A server whose every method answers UNAVAILABLE ("draining"), counting
+// the calls by method: it serves no registered service, so its generic
+// service gets them all, grpc.health.v1.Health/Check included.
+class DrainingServer final : public grpc::CallbackGenericService {
+ public:
+  DrainingServer() {
+    server_ = StartOnLoopback(
+        [this](grpc::ServerBuilder& builder) {
+          builder.RegisterCallbackGenericService(this);
+        },
+        &port_);
+  }
+  ~DrainingServer() override { server_->Shutdown(); }
+
+  std::string endpoint() const { return absl::StrCat("127.0.0.1:", port_); }
+
+  int calls(const std::string& method) const {
+    absl::MutexLock lock(&mu_);
+    const auto found = calls_.find(method);
+    return found == calls_.end() ? 0 : found->second;
+  }
+
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++calls_[context->method()];
+    }
+    class Refusal final : public grpc::ServerGenericBidiReactor {
+     public:
+      Refusal() {
+        Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "draining"));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal;
+  }
+
+ private:
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, int> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(ClientRetryTest, HealthChecksAreNeverRetried) {
+  DrainingServer server;
+  ClientOptions options;
+  options.endpoints = {server.endpoint()};
+  options.retry.max_attempts = 3;
+  options.retry.initial_backoff = absl::Milliseconds(1);
+  options.retry.max_backoff = absl::Milliseconds(2);
+  std::unique_ptr<Client> client = MakeClient(options);
+  EXPECT_EQ(client->CheckHealth().status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(server.calls("/grpc.health.v1.Health/Check"), 1);
+  // The same refusal of a Favor call is retried.
+  EXPECT_EQ(client->ListModels().status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(server.calls("/favor.v1.Favor/ListModels"), 3);
 }
 
 // --- The policy as a function ---------------------------------------------

@@ -145,10 +145,6 @@ class Client {
   std::unique_ptr<Impl> impl_;
 };
 
-// The whole content of the file at `path` (e.g. a PEM file for TlsOptions);
-// NOT_FOUND naming the path when it cannot be read.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-
 }  // namespace favor
 
 #endif  // FAVOR_CLIENT_INCLUDE_FAVOR_CLIENT_H_

@@ -58,8 +58,8 @@ struct TlsOptions {
   // Use TLS.
   bool enabled = false;
   // PEM of the certificate authorities that the server's certificate must
-  // chain to; empty means gRPC's default roots. (favor::ReadFile in
-  // favor/client.h loads a PEM file.)
+  // chain to (the text of the PEM file, not its path); empty means gRPC's
+  // default roots.
   std::string root_certificates_pem;
   // For mutual TLS: the client's certificate chain and private key, PEM;
   // both empty means no client certificate.

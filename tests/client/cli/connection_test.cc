@@ -78,5 +78,22 @@ TEST(ConnectionTest, BadSettingsAreRefused) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ConnectionTest, NewClientUsesTheSettingsOrSaysWhyNot) {
+  ConnectionSettings settings;
+  settings.endpoints = {"127.0.0.1:1", "127.0.0.1:2"};
+  absl::StatusOr<std::unique_ptr<Client>> client = NewClient(settings);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_EQ((*client)->options().endpoints, settings.endpoints);
+  EXPECT_EQ((*client)->options().default_timeout, settings.deadline);
+
+  settings.max_attempts = 0;
+  EXPECT_EQ(NewClient(settings).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  settings.max_attempts = 1;
+  settings.endpoints = {""};  // passes ToClientOptions, not Client::Create
+  EXPECT_EQ(NewClient(settings).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace favor::cli
