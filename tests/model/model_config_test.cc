@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/model/safetensors.h"
+#include "server/model/weight_layout.h"
 
 namespace favor::model {
 namespace {

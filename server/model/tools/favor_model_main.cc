@@ -28,6 +28,7 @@
 #include "server/model/model_config.h"
 #include "server/model/random_model.h"
 #include "server/model/safetensors.h"
+#include "server/model/weight_layout.h"
 
 // ---- init: the defaults are the default model's shape (models/README.md).
 ABSL_FLAG(std::string, output, "", "init: model folder to write");
