@@ -1,0 +1,168 @@
+// ExpectedWeights and VisitWeightLayout (weight_layout.cc).
+#include "server/model/weight_layout.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/model/model_config.h"
+#include "server/model/safetensors.h"
+#include "tests/model/temp_dir_test.h"
+
+namespace favor::model {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The tensors of `expected`, by name.
+std::map<std::string, ExpectedTensor> ByName(
+    const std::vector<ExpectedTensor>& expected) {
+  std::map<std::string, ExpectedTensor> map;
+  for (const ExpectedTensor& tensor : expected) {
+    EXPECT_TRUE(map.emplace(tensor.name, tensor).second)
+        << "listed twice: " << tensor.name;
+  }
+  return map;
+}
+
+ModelConfig SmallConfig() {
+  ModelConfig config;
+  config.vocab_size = 50;
+  config.type_vocab_size = 2;
+  config.hidden_size = 8;
+  config.num_hidden_layers = 2;
+  config.num_attention_heads = 2;
+  config.intermediate_size = 16;
+  config.max_position_embeddings = 32;
+  config.max_sequence_length = 32;
+  config.attention.num_random_features = 6;
+  return config;
+}
+
+using ExpectedWeightsTest = TempDirTest;
+
+TEST_F(ExpectedWeightsTest, PostNormEncoderUsesBertNames) {
+  const auto weights = ByName(ExpectedWeights(SmallConfig()));
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"embeddings.word_embeddings.weight", {50, 8}},
+      {"embeddings.position_embeddings.weight", {32, 8}},
+      {"embeddings.token_type_embeddings.weight", {2, 8}},
+      {"embeddings.LayerNorm.weight", {8}},
+      {"embeddings.LayerNorm.bias", {8}},
+      {"encoder.layer.1.attention.self.query.weight", {8, 8}},
+      {"encoder.layer.1.attention.self.key.bias", {8}},
+      {"encoder.layer.1.attention.self.value.weight", {8, 8}},
+      {"encoder.layer.1.attention.self.projection", {6, 4}},
+      {"encoder.layer.1.attention.output.dense.weight", {8, 8}},
+      {"encoder.layer.1.attention.output.LayerNorm.weight", {8}},
+      {"encoder.layer.1.intermediate.dense.weight", {16, 8}},
+      {"encoder.layer.1.intermediate.dense.bias", {16}},
+      {"encoder.layer.1.output.dense.weight", {8, 16}},
+      {"encoder.layer.1.output.dense.bias", {8}},
+      {"encoder.layer.1.output.LayerNorm.bias", {8}},
+      {"pooler.dense.weight", {8, 8}},
+  };
+  for (const auto& [name, shape] : expected) {
+    ASSERT_EQ(weights.count(name), 1u) << name;
+    EXPECT_EQ(weights.at(name).shape, shape) << name;
+  }
+  // 5 embedding tensors, 17 per layer (16 and the optional projection),
+  // 3 pooler tensors.
+  EXPECT_EQ(weights.size(), 5u + 2 * 17u + 3u);
+  EXPECT_FALSE(
+      weights.at("encoder.layer.0.attention.self.projection").required);
+  EXPECT_FALSE(weights.at("embeddings.token_type_embeddings.weight").required);
+  EXPECT_FALSE(weights.at("pooler.query").required);
+  EXPECT_TRUE(weights.at("encoder.layer.0.output.dense.weight").required);
+  EXPECT_EQ(weights.count("encoder.final_norm.weight"), 0u);
+  EXPECT_EQ(weights.count("encoder.layer.2.output.dense.weight"), 0u);
+}
+
+TEST_F(ExpectedWeightsTest, PreNormScaleNormRotaryAttentionPooling) {
+  ModelConfig config = SmallConfig();
+  config.norm = NormType::kScaleNorm;
+  config.norm_placement = NormPlacement::kPre;
+  config.position_embedding_type = PositionEmbedding::kRotary;
+  config.type_vocab_size = 0;
+  config.pooling = Pooling::kAttention;
+  config.attention.kernel = attention::Kernel::kEluPlusOne;
+  ASSERT_TRUE(ValidateModelConfig(config).ok()) << ValidateModelConfig(config);
+  const auto weights = ByName(ExpectedWeights(config));
+  EXPECT_EQ(weights.at("encoder.final_norm.scale").shape,
+            std::vector<int64_t>{1});
+  EXPECT_EQ(weights.at("embeddings.LayerNorm.scale").shape,
+            std::vector<int64_t>{1});
+  EXPECT_EQ(weights.at("encoder.layer.0.output.LayerNorm.scale").shape,
+            std::vector<int64_t>{1});
+  EXPECT_EQ(weights.count("encoder.layer.0.output.LayerNorm.weight"), 0u);
+  EXPECT_EQ(weights.count("embeddings.position_embeddings.weight"), 0u);
+  EXPECT_EQ(weights.count("embeddings.token_type_embeddings.weight"), 0u);
+  EXPECT_EQ(weights.count("encoder.layer.0.attention.self.projection"), 0u);
+  EXPECT_TRUE(weights.at("pooler.query").required);
+  EXPECT_EQ(weights.at("pooler.query").shape, std::vector<int64_t>{8});
+}
+
+TEST_F(ExpectedWeightsTest, CrossAttentionHasLatents) {
+  ModelConfig config = SmallConfig();
+  config.block = BlockType::kCrossAttention;
+  config.num_latents = 5;
+  const auto weights = ByName(ExpectedWeights(config));
+  EXPECT_EQ(weights.at("encoder.latents").shape, (std::vector<int64_t>{5, 8}));
+  EXPECT_EQ(weights.count("encoder.layer.0.attention.self.query.weight"), 1u);
+}
+
+TEST_F(ExpectedWeightsTest, IsabHasInducingPointsAndASecondBlock) {
+  ModelConfig config = SmallConfig();
+  config.block = BlockType::kIsab;
+  config.num_inducing_points = 3;
+  const auto weights = ByName(ExpectedWeights(config));
+  EXPECT_EQ(weights.at("encoder.layer.1.inducing_points").shape,
+            (std::vector<int64_t>{3, 8}));
+  for (const char* name :
+       {"encoder.layer.1.induced.attention.self.query.weight",
+        "encoder.layer.1.induced.attention.output.LayerNorm.bias",
+        "encoder.layer.1.induced.intermediate.dense.weight",
+        "encoder.layer.1.induced.output.LayerNorm.weight",
+        "encoder.layer.1.attention.self.query.weight"}) {
+    EXPECT_EQ(weights.count(name), 1u) << name;
+  }
+}
+
+// ExpectedWeights and CheckTensors together: a file written with exactly the
+// expected tensors passes, and one without a layer fails naming its tensors.
+TEST_F(ExpectedWeightsTest, MatchAWrittenModel) {
+  const ModelConfig config = SmallConfig();
+  const std::vector<ExpectedTensor> expected = ExpectedWeights(config);
+  std::vector<std::vector<uint8_t>> storage;
+  std::vector<TensorToWrite> tensors;
+  storage.reserve(expected.size());
+  for (const ExpectedTensor& tensor : expected) {
+    int64_t count = 1;
+    for (int64_t dim : tensor.shape) count *= dim;
+    storage.emplace_back(static_cast<size_t>(count) * 2);
+    tensors.push_back(
+        {tensor.name, DType::kBF16, tensor.shape, storage.back()});
+  }
+  const std::string path = dir_ + "/model.safetensors";
+  ASSERT_TRUE(WriteSafetensors(path, tensors).ok());
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_TRUE(CheckTensors(**file, expected).ok());
+
+  ModelConfig deeper = config;
+  deeper.num_hidden_layers = 3;
+  const absl::Status status = CheckTensors(**file, ExpectedWeights(deeper));
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr(path), HasSubstr("16 missing"),
+                    HasSubstr("'encoder.layer.2.attention.self.query.weight'"),
+                    Not(HasSubstr("unexpected"))));
+}
+
+}  // namespace
+}  // namespace favor::model
