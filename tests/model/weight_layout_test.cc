@@ -3,14 +3,19 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/model/model_config.h"
 #include "server/model/safetensors.h"
+#include "tests/model/docs_table_test_util.h"
 #include "tests/model/temp_dir_test.h"
 
 namespace favor::model {
@@ -162,6 +167,153 @@ TEST_F(ExpectedWeightsTest, MatchAWrittenModel) {
               AllOf(HasSubstr(path), HasSubstr("16 missing"),
                     HasSubstr("'encoder.layer.2.attention.self.query.weight'"),
                     Not(HasSubstr("unexpected"))));
+}
+
+// Configs that between them take every branch of the layout.
+std::vector<ModelConfig> EveryKindOfModel() {
+  std::vector<ModelConfig> configs = {SmallConfig()};  // post, BERT-like
+  ModelConfig isab = SmallConfig();
+  isab.norm = NormType::kScaleNorm;
+  isab.norm_placement = NormPlacement::kPre;
+  isab.position_embedding_type = PositionEmbedding::kNone;
+  isab.block = BlockType::kIsab;
+  isab.num_inducing_points = 3;
+  isab.pooling = Pooling::kAttention;
+  configs.push_back(isab);
+  ModelConfig cross = SmallConfig();
+  cross.position_embedding_type = PositionEmbedding::kNone;
+  cross.type_vocab_size = 0;
+  cross.block = BlockType::kCrossAttention;
+  cross.num_latents = 4;
+  cross.attention.kernel = attention::Kernel::kSoftmaxExact;
+  configs.push_back(cross);
+  for (const ModelConfig& config : configs) {
+    EXPECT_TRUE(ValidateModelConfig(config).ok())
+        << ValidateModelConfig(config);
+  }
+  return configs;
+}
+
+// Records the names in the parts it is handed.
+class NameRecorder final : public WeightLayoutVisitor {
+ public:
+  void WordEmbeddings(const ExpectedTensor& t) override { Add(t); }
+  void PositionEmbeddings(const ExpectedTensor& t) override { Add(t); }
+  void TokenTypeEmbeddings(const ExpectedTensor& t) override { Add(t); }
+  void EmbeddingsNorm(const NormTensors& norm) override { Add(norm); }
+  void Latents(const ExpectedTensor& t) override { Add(t); }
+  void InducingPoints(const ExpectedTensor& t) override { Add(t); }
+  void InducedLayer(const LayerTensors& layer) override { Add(layer); }
+  void Layer(const LayerTensors& layer) override { Add(layer); }
+  void FinalNorm(const NormTensors& norm) override { Add(norm); }
+  void PoolerQuery(const ExpectedTensor& t) override { Add(t); }
+  void Unused(const ExpectedTensor& t) override { Add(t); }
+
+  std::vector<std::string> names;
+
+ private:
+  void Add(const ExpectedTensor& tensor) { names.push_back(tensor.name); }
+  void Add(const std::optional<ExpectedTensor>& tensor) {
+    if (tensor.has_value()) Add(*tensor);
+  }
+  void Add(const LinearTensors& linear) {
+    Add(linear.weight);
+    Add(linear.bias);
+  }
+  void Add(const NormTensors& norm) {
+    Add(norm.weight);
+    Add(norm.bias);
+    Add(norm.scale);
+  }
+  void Add(const LayerTensors& layer) {
+    const AttentionTensors& attention = layer.attention;
+    for (const LinearTensors* linear :
+         {&attention.query, &attention.key, &attention.value}) {
+      Add(*linear);
+    }
+    Add(attention.projection);
+    Add(attention.output);
+    Add(layer.attention_norm);
+    Add(layer.intermediate);
+    Add(layer.output);
+    Add(layer.output_norm);
+  }
+};
+
+// The visitor gets every tensor the layout lists, in the same order: the
+// loader, which sees only what the visitor is handed, can read them all.
+TEST_F(ExpectedWeightsTest, TheVisitorIsHandedEveryListedTensor) {
+  for (const ModelConfig& config : EveryKindOfModel()) {
+    NameRecorder recorder;
+    const std::vector<ExpectedTensor> listed =
+        VisitWeightLayout(config, recorder);
+    std::vector<std::string> names;
+    for (const ExpectedTensor& tensor : listed) names.push_back(tensor.name);
+    EXPECT_EQ(recorder.names, names) << NameOf(config.block);
+  }
+}
+
+// A name pattern of docs/models.md's weight tables as a regular expression:
+// `<norm>` stands for a norm's tensors and N for a layer index.
+std::string DocsPatternToRegex(std::string pattern) {
+  pattern = absl::StrReplaceAll(pattern, {{".", "\\."}});
+  return absl::StrReplaceAll(pattern, {{"<norm>", "\\.(weight|bias|scale)"},
+                                       {"\\.N\\.", "\\.[0-9]+\\."}});
+}
+
+// The names of a table's first column; a span starting with "." replaces
+// the last component of the one before it (`P.x.weight`, `.bias`).
+std::vector<std::string> DocsNames(
+    const std::vector<std::vector<std::string>>& table) {
+  std::vector<std::string> names;
+  for (const auto& row : table) {
+    std::string previous;
+    for (std::string span : CodeSpans(row.at(0))) {
+      if (span[0] == '.') {
+        span = previous.substr(0, previous.rfind('.')) + span;
+      }
+      names.push_back(span);
+      previous = span;
+    }
+  }
+  return names;
+}
+
+// Every name ExpectedWeights returns is in docs/models.md's tables, and
+// every name there is returned for some config.
+TEST_F(ExpectedWeightsTest, DocsListEveryTensor) {
+  const std::string doc = ReadModelsDoc();
+  const auto layer = DocsNames(MarkdownTable(doc, "## model.safetensors", 1));
+  std::vector<std::string> patterns;
+  for (const std::string& name :
+       DocsNames(MarkdownTable(doc, "## model.safetensors", 0))) {
+    if (!absl::StrContains(name, "<layer tensors>")) {
+      patterns.push_back(name);
+      continue;
+    }
+    for (const std::string& tensor : layer) {  // P.<tensor>
+      patterns.push_back(
+          absl::StrReplaceAll(name, {{"<layer tensors>", tensor.substr(2)}}));
+    }
+  }
+  ASSERT_GT(layer.size(), 10u);
+  std::vector<bool> used(patterns.size());
+  for (const ModelConfig& config : EveryKindOfModel()) {
+    for (const ExpectedTensor& tensor : ExpectedWeights(config)) {
+      bool found = false;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (std::regex_match(tensor.name,
+                             std::regex(DocsPatternToRegex(patterns[i])))) {
+          used[i] = found = true;
+        }
+      }
+      EXPECT_TRUE(found) << tensor.name << " is not in docs/models.md";
+    }
+  }
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    EXPECT_TRUE(used[i]) << "docs/models.md lists " << patterns[i]
+                         << ", which no config has";
+  }
 }
 
 }  // namespace
