@@ -14,45 +14,11 @@
 #include "server/model/random_model.h"
 #include "server/model/safetensors.h"
 #include "server/model/weight_layout.h"
+#include "tests/model/model_config_test_util.h"
 #include "tests/model/temp_dir_test.h"
 
 namespace favor::model::internal {
 namespace {
-
-ModelConfig TinyConfig() {
-  ModelConfig config;
-  config.vocab_size = 20;
-  config.hidden_size = 8;
-  config.num_attention_heads = 2;
-  config.num_hidden_layers = 2;
-  config.intermediate_size = 16;
-  config.max_position_embeddings = 16;
-  config.max_sequence_length = 16;
-  config.attention.num_random_features = 4;
-  return config;
-}
-
-// Configs that between them take every branch of the layout.
-std::vector<ModelConfig> EveryKindOfModel() {
-  std::vector<ModelConfig> configs(4, TinyConfig());
-  ModelConfig& pre = configs[1];
-  pre.norm = NormType::kScaleNorm;
-  pre.norm_placement = NormPlacement::kPre;
-  pre.position_embedding_type = PositionEmbedding::kRotary;
-  pre.attention.kernel = attention::Kernel::kRelu;
-  pre.pooling = Pooling::kAttention;
-  ModelConfig& isab = configs[2];
-  isab.position_embedding_type = PositionEmbedding::kNone;
-  isab.block = BlockType::kIsab;
-  isab.num_inducing_points = 3;
-  isab.attention.kernel = attention::Kernel::kEluPlusOne;
-  ModelConfig& cross = configs[3];
-  cross.type_vocab_size = 0;
-  cross.block = BlockType::kCrossAttention;
-  cross.num_latents = 5;
-  cross.attention.kernel = attention::Kernel::kSoftmaxExact;
-  return configs;
-}
 
 class EncoderWeightsTest : public TempDirTest {
  protected:
@@ -116,18 +82,15 @@ TEST_F(EncoderWeightsTest, ReadsEveryTensorOfEveryKindOfModel) {
 TEST_F(EncoderWeightsTest, ReadsStoredProjectionsAndSkipsBertsPooler) {
   const ModelConfig config = TinyConfig();
   const std::vector<ExpectedTensor> expected = ExpectedWeights(config);
-  std::vector<std::vector<uint8_t>> storage;
-  std::vector<TensorToWrite> tensors;
-  storage.reserve(expected.size());
   int64_t used_elements = 0;
   for (const ExpectedTensor& tensor : expected) {
     int64_t count = 1;
     for (int64_t dim : tensor.shape) count *= dim;
     if (tensor.name.rfind("pooler.dense.", 0) != 0) used_elements += count;
-    storage.emplace_back(static_cast<size_t>(count) * sizeof(float));
-    tensors.push_back({tensor.name, DType::kF32, tensor.shape, storage.back()});
   }
-  ASSERT_TRUE(WriteSafetensors(dir_ + "/model.safetensors", tensors).ok());
+  ASSERT_TRUE(
+      WriteZeroTensors(dir_ + "/model.safetensors", expected, DType::kF32)
+          .ok());
   auto loaded = Load(config);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->num_stored_projections, config.num_hidden_layers);

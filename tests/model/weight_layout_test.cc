@@ -16,6 +16,7 @@
 #include "server/model/model_config.h"
 #include "server/model/safetensors.h"
 #include "tests/model/docs_table_test_util.h"
+#include "tests/model/model_config_test_util.h"
 #include "tests/model/temp_dir_test.h"
 
 namespace favor::model {
@@ -36,24 +37,10 @@ std::map<std::string, ExpectedTensor> ByName(
   return map;
 }
 
-ModelConfig SmallConfig() {
-  ModelConfig config;
-  config.vocab_size = 50;
-  config.type_vocab_size = 2;
-  config.hidden_size = 8;
-  config.num_hidden_layers = 2;
-  config.num_attention_heads = 2;
-  config.intermediate_size = 16;
-  config.max_position_embeddings = 32;
-  config.max_sequence_length = 32;
-  config.attention.num_random_features = 6;
-  return config;
-}
-
 using ExpectedWeightsTest = TempDirTest;
 
 TEST_F(ExpectedWeightsTest, PostNormEncoderUsesBertNames) {
-  const auto weights = ByName(ExpectedWeights(SmallConfig()));
+  const auto weights = ByName(ExpectedWeights(TinyConfig()));
   const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
       {"embeddings.word_embeddings.weight", {50, 8}},
       {"embeddings.position_embeddings.weight", {32, 8}},
@@ -90,7 +77,7 @@ TEST_F(ExpectedWeightsTest, PostNormEncoderUsesBertNames) {
 }
 
 TEST_F(ExpectedWeightsTest, PreNormScaleNormRotaryAttentionPooling) {
-  ModelConfig config = SmallConfig();
+  ModelConfig config = TinyConfig();
   config.norm = NormType::kScaleNorm;
   config.norm_placement = NormPlacement::kPre;
   config.position_embedding_type = PositionEmbedding::kRotary;
@@ -114,7 +101,7 @@ TEST_F(ExpectedWeightsTest, PreNormScaleNormRotaryAttentionPooling) {
 }
 
 TEST_F(ExpectedWeightsTest, CrossAttentionHasLatents) {
-  ModelConfig config = SmallConfig();
+  ModelConfig config = TinyConfig();
   config.block = BlockType::kCrossAttention;
   config.num_latents = 5;
   const auto weights = ByName(ExpectedWeights(config));
@@ -123,7 +110,7 @@ TEST_F(ExpectedWeightsTest, CrossAttentionHasLatents) {
 }
 
 TEST_F(ExpectedWeightsTest, IsabHasInducingPointsAndASecondBlock) {
-  ModelConfig config = SmallConfig();
+  ModelConfig config = TinyConfig();
   config.block = BlockType::kIsab;
   config.num_inducing_points = 3;
   const auto weights = ByName(ExpectedWeights(config));
@@ -142,20 +129,10 @@ TEST_F(ExpectedWeightsTest, IsabHasInducingPointsAndASecondBlock) {
 // ExpectedWeights and CheckTensors together: a file written with exactly the
 // expected tensors passes, and one without a layer fails naming its tensors.
 TEST_F(ExpectedWeightsTest, MatchAWrittenModel) {
-  const ModelConfig config = SmallConfig();
+  const ModelConfig config = TinyConfig();
   const std::vector<ExpectedTensor> expected = ExpectedWeights(config);
-  std::vector<std::vector<uint8_t>> storage;
-  std::vector<TensorToWrite> tensors;
-  storage.reserve(expected.size());
-  for (const ExpectedTensor& tensor : expected) {
-    int64_t count = 1;
-    for (int64_t dim : tensor.shape) count *= dim;
-    storage.emplace_back(static_cast<size_t>(count) * 2);
-    tensors.push_back(
-        {tensor.name, DType::kBF16, tensor.shape, storage.back()});
-  }
   const std::string path = dir_ + "/model.safetensors";
-  ASSERT_TRUE(WriteSafetensors(path, tensors).ok());
+  ASSERT_TRUE(WriteZeroTensors(path, expected, DType::kBF16).ok());
   auto file = SafetensorsFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_TRUE(CheckTensors(**file, expected).ok());
@@ -167,31 +144,6 @@ TEST_F(ExpectedWeightsTest, MatchAWrittenModel) {
               AllOf(HasSubstr(path), HasSubstr("16 missing"),
                     HasSubstr("'encoder.layer.2.attention.self.query.weight'"),
                     Not(HasSubstr("unexpected"))));
-}
-
-// Configs that between them take every branch of the layout.
-std::vector<ModelConfig> EveryKindOfModel() {
-  std::vector<ModelConfig> configs = {SmallConfig()};  // post, BERT-like
-  ModelConfig isab = SmallConfig();
-  isab.norm = NormType::kScaleNorm;
-  isab.norm_placement = NormPlacement::kPre;
-  isab.position_embedding_type = PositionEmbedding::kNone;
-  isab.block = BlockType::kIsab;
-  isab.num_inducing_points = 3;
-  isab.pooling = Pooling::kAttention;
-  configs.push_back(isab);
-  ModelConfig cross = SmallConfig();
-  cross.position_embedding_type = PositionEmbedding::kNone;
-  cross.type_vocab_size = 0;
-  cross.block = BlockType::kCrossAttention;
-  cross.num_latents = 4;
-  cross.attention.kernel = attention::Kernel::kSoftmaxExact;
-  configs.push_back(cross);
-  for (const ModelConfig& config : configs) {
-    EXPECT_TRUE(ValidateModelConfig(config).ok())
-        << ValidateModelConfig(config);
-  }
-  return configs;
 }
 
 // Records the names in the parts it is handed.
