@@ -1,3 +1,4 @@
+// The memory-mapped reader of safetensors.h, and the DType helpers.
 #include "server/model/safetensors.h"
 
 #include <fcntl.h>
