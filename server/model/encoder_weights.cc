@@ -3,12 +3,16 @@
 #include <ATen/ATen.h>
 
 #include <cstring>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/attention/projection.h"
 #include "server/common/status_macros.h"
+#include "server/model/json_parse.h"
+#include "server/model/weight_layout.h"
 
 namespace favor::model::internal {
 namespace {
@@ -25,45 +29,86 @@ at::ScalarType ScalarTypeOf(DType dtype) {
   return at::kFloat;
 }
 
-// Reads tensors by name, converting them to the target device and dtype,
-// and counts what it read. The first failure is kept in status(), so that
-// building the weights reads straight through and checks once at the end.
-class WeightReader {
+// Puts each part of the layout in its place in EncoderWeights, reading the
+// tensors and converting them to the target device and dtype, and counts
+// what it read. The first failure is kept in status(), so that building the
+// weights reads straight through and checks once at the end.
+class WeightReader final : public WeightLayoutVisitor {
  public:
   WeightReader(const SafetensorsFile& file, const ModelConfig& config,
                c10::Device device, at::ScalarType dtype)
       : file_(file), config_(config), device_(device), dtype_(dtype) {}
 
-  // A tensor CheckTensors found present; undefined (and an error kept) if
-  // it is not.
-  at::Tensor Get(const std::string& name, bool keep_float32 = false);
-  // Undefined when the file has no such tensor.
-  at::Tensor GetOptional(const std::string& name, bool keep_float32 = false) {
-    return file_.Contains(name) ? Get(name, keep_float32) : at::Tensor();
+  void WordEmbeddings(const ExpectedTensor& tensor) override {
+    weights_.word_embeddings = Get(tensor);
   }
-  Linear GetLinear(const std::string& prefix);
-  Norm GetNorm(const std::string& prefix);
-  AttentionWeights GetAttention(const std::string& prefix, uint64_t sublayer);
-  LayerWeights GetLayer(const std::string& prefix, uint64_t sublayer);
+  void PositionEmbeddings(const ExpectedTensor& tensor) override {
+    weights_.position_embeddings = Get(tensor);
+  }
+  void TokenTypeEmbeddings(const ExpectedTensor& tensor) override {
+    const at::Tensor types = Get(tensor);
+    if (types.defined()) weights_.token_type_row = types[0].contiguous();
+  }
+  void EmbeddingsNorm(const NormTensors& norm) override {
+    weights_.embeddings_norm = GetNorm(norm);
+  }
+  void Latents(const ExpectedTensor& tensor) override {
+    weights_.latents = Get(tensor);
+  }
+  void InducingPoints(const ExpectedTensor& tensor) override {
+    weights_.inducing_points.push_back(Get(tensor));
+  }
+  void InducedLayer(const LayerTensors& layer) override {
+    weights_.induced.push_back(GetLayer(layer));
+  }
+  void Layer(const LayerTensors& layer) override {
+    weights_.layers.push_back(GetLayer(layer));
+  }
+  void FinalNorm(const NormTensors& norm) override {
+    weights_.final_norm = GetNorm(norm);
+  }
+  void PoolerQuery(const ExpectedTensor& tensor) override {
+    weights_.pooler_query = Get(tensor);
+  }
+  void Unused(const ExpectedTensor& tensor) override {
+    consumed_.insert(tensor.name);
+  }
 
+  // INTERNAL unless every tensor of `layout` was consumed, and nothing else.
+  absl::Status CheckConsumed(const std::vector<ExpectedTensor>& layout) const;
+  // The weights read; status() must be OK.
+  LoadedWeights Take() {
+    return {std::move(weights_), parameter_count_, stored_projections_};
+  }
   const absl::Status& status() const { return status_; }
-  int64_t parameter_count() const { return parameter_count_; }
-  int64_t num_stored_projections() const { return stored_projections_; }
 
  private:
-  at::Tensor Projection(const std::string& prefix, uint64_t sublayer);
+  // Undefined when an optional tensor is absent (or on an error, kept).
+  at::Tensor Get(const ExpectedTensor& tensor, bool keep_float32 = false);
+  at::Tensor GetIf(const std::optional<ExpectedTensor>& tensor) {
+    return tensor.has_value() ? Get(*tensor) : at::Tensor();
+  }
+  Linear GetLinear(const LinearTensors& linear);
+  Norm GetNorm(const NormTensors& norm);
+  at::Tensor GetProjection(const AttentionTensors& attention);
+  AttentionWeights GetAttention(const AttentionTensors& attention);
+  LayerWeights GetLayer(const LayerTensors& layer);
 
   const SafetensorsFile& file_;
   const ModelConfig& config_;
   const c10::Device device_;
   const at::ScalarType dtype_;
+  EncoderWeights weights_;
   absl::Status status_;
   int64_t parameter_count_ = 0;
   int64_t stored_projections_ = 0;
+  std::set<std::string, std::less<>> consumed_;
 };
 
-at::Tensor WeightReader::Get(const std::string& name, bool keep_float32) {
-  absl::StatusOr<TensorView> view = file_.Get(name);
+at::Tensor WeightReader::Get(const ExpectedTensor& tensor, bool keep_float32) {
+  consumed_.insert(tensor.name);
+  if (!tensor.required && !file_.Contains(tensor.name)) return at::Tensor();
+  absl::StatusOr<TensorView> view = file_.Get(tensor.name);
   if (!view.ok()) {
     status_.Update(view.status());
     return at::Tensor();
@@ -79,43 +124,39 @@ at::Tensor WeightReader::Get(const std::string& name, bool keep_float32) {
   return host.to(device_, keep_float32 ? at::kFloat : dtype_);
 }
 
-Linear WeightReader::GetLinear(const std::string& prefix) {
-  const at::Tensor weight = Get(prefix + ".weight");
-  const at::Tensor bias = Get(prefix + ".bias");
+Linear WeightReader::GetLinear(const LinearTensors& linear) {
+  const at::Tensor weight = Get(linear.weight);
+  const at::Tensor bias = Get(linear.bias);
   if (!weight.defined() || !bias.defined()) return {};
   return {weight.t().contiguous(), bias};
 }
 
-Norm WeightReader::GetNorm(const std::string& prefix) {
+Norm WeightReader::GetNorm(const NormTensors& tensors) {
   Norm norm;
   norm.type = config_.norm;
   norm.eps = config_.layer_norm_eps;
-  if (config_.norm == NormType::kScaleNorm) {
-    norm.scale = Get(prefix + ".scale");
-  } else {
-    norm.weight = Get(prefix + ".weight");
-    norm.bias = Get(prefix + ".bias");
-  }
+  norm.scale = GetIf(tensors.scale);
+  norm.weight = GetIf(tensors.weight);
+  norm.bias = GetIf(tensors.bias);
   return norm;
 }
 
-// The stored projection, or the draw with seed projection_seed + sublayer.
-at::Tensor WeightReader::Projection(const std::string& prefix,
-                                    uint64_t sublayer) {
-  const AttentionConfig& attention = config_.attention;
-  if (!attention::TraitsOf(attention.kernel).uses_projection) return {};
-  at::Tensor stored =
-      GetOptional(prefix + ".projection", /*keep_float32=*/true);
+// The stored projection, or the draw with seed projection_seed + sublayer;
+// undefined for kernels without one.
+at::Tensor WeightReader::GetProjection(const AttentionTensors& tensors) {
+  if (!tensors.projection.has_value()) return {};
+  at::Tensor stored = Get(*tensors.projection, /*keep_float32=*/true);
   if (stored.defined()) {
     ++stored_projections_;
     return stored;
   }
+  const AttentionConfig& attention = config_.attention;
   attention::ProjectionOptions options;
   options.num_features = attention.num_random_features;
   options.head_dim = config_.head_dim();
   options.orthogonal = attention.orthogonal;
   options.row_norm = attention.row_norm;
-  options.seed = attention.projection_seed + sublayer;
+  options.seed = attention.projection_seed + tensors.sublayer;
   absl::StatusOr<at::Tensor> drawn = attention::DrawProjection(options);
   if (!drawn.ok()) {
     status_.Update(drawn.status());
@@ -124,63 +165,50 @@ at::Tensor WeightReader::Projection(const std::string& prefix,
   return drawn->to(device_);
 }
 
-AttentionWeights WeightReader::GetAttention(const std::string& prefix,
-                                            uint64_t sublayer) {
+AttentionWeights WeightReader::GetAttention(const AttentionTensors& tensors) {
   AttentionWeights weights;
-  const Linear q = GetLinear(prefix + ".self.query");
-  const Linear k = GetLinear(prefix + ".self.key");
-  const Linear v = GetLinear(prefix + ".self.value");
+  const Linear q = GetLinear(tensors.query);
+  const Linear k = GetLinear(tensors.key);
+  const Linear v = GetLinear(tensors.value);
   if (q.weight_t.defined() && k.weight_t.defined() && v.weight_t.defined()) {
     weights.query_key_value = {
         at::cat({q.weight_t, k.weight_t, v.weight_t}, 1).contiguous(),
         at::cat({q.bias, k.bias, v.bias}, 0)};
   }
-  weights.output = GetLinear(prefix + ".output.dense");
-  weights.projection = Projection(prefix + ".self", sublayer);
+  weights.output = GetLinear(tensors.output);
+  weights.projection = GetProjection(tensors);
   return weights;
 }
 
-LayerWeights WeightReader::GetLayer(const std::string& prefix,
-                                    uint64_t sublayer) {
+LayerWeights WeightReader::GetLayer(const LayerTensors& tensors) {
   LayerWeights layer;
-  layer.attention = GetAttention(prefix + ".attention", sublayer);
-  layer.attention_norm = GetNorm(prefix + ".attention.output.LayerNorm");
-  layer.intermediate = GetLinear(prefix + ".intermediate.dense");
-  layer.output = GetLinear(prefix + ".output.dense");
-  layer.output_norm = GetNorm(prefix + ".output.LayerNorm");
+  layer.attention = GetAttention(tensors.attention);
+  layer.attention_norm = GetNorm(tensors.attention_norm);
+  layer.intermediate = GetLinear(tensors.intermediate);
+  layer.output = GetLinear(tensors.output);
+  layer.output_norm = GetNorm(tensors.output_norm);
   return layer;
 }
 
-void ReadEmbeddings(const ModelConfig& config, WeightReader& reader,
-                    EncoderWeights& weights) {
-  weights.word_embeddings = reader.Get("embeddings.word_embeddings.weight");
-  if (config.position_embedding_type == PositionEmbedding::kAbsolute) {
-    weights.position_embeddings =
-        reader.Get("embeddings.position_embeddings.weight");
-  }
-  if (config.type_vocab_size > 0) {
-    const at::Tensor types =
-        reader.GetOptional("embeddings.token_type_embeddings.weight");
-    if (types.defined()) weights.token_type_row = types[0].contiguous();
-  }
-  weights.embeddings_norm = reader.GetNorm("embeddings.LayerNorm");
-}
-
-void ReadLayers(const ModelConfig& config, WeightReader& reader,
-                EncoderWeights& weights) {
-  const bool isab = config.block == BlockType::kIsab;
-  for (int64_t n = 0; n < config.num_hidden_layers; ++n) {
-    const std::string prefix = absl::StrCat("encoder.layer.", n);
-    const uint64_t layer = static_cast<uint64_t>(n);
-    if (isab) {
-      weights.inducing_points.push_back(
-          reader.Get(prefix + ".inducing_points"));
-      weights.induced.push_back(
-          reader.GetLayer(prefix + ".induced", 2 * layer));
+absl::Status WeightReader::CheckConsumed(
+    const std::vector<ExpectedTensor>& layout) const {
+  std::set<absl::string_view> listed;
+  for (const ExpectedTensor& tensor : layout) {
+    listed.insert(tensor.name);
+    if (consumed_.count(tensor.name) == 0) {
+      return absl::InternalError(
+          absl::StrCat("the weight loader did not read tensor ",
+                       Quote(tensor.name), " of the layout (weight_layout.h)"));
     }
-    weights.layers.push_back(
-        reader.GetLayer(prefix, isab ? 2 * layer + 1 : layer));
   }
+  for (const std::string& name : consumed_) {
+    if (listed.count(name) == 0) {
+      return absl::InternalError(
+          absl::StrCat("the weight loader read tensor ", Quote(name),
+                       ", which the layout (weight_layout.h) does not list"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -190,21 +218,10 @@ absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
                                                  c10::Device device,
                                                  at::ScalarType dtype) {
   WeightReader reader(file, config, device, dtype);
-  LoadedWeights loaded;
-  EncoderWeights& weights = loaded.weights;
-  ReadEmbeddings(config, reader, weights);
-  if (config.block == BlockType::kCrossAttention) {
-    weights.latents = reader.Get("encoder.latents");
-  }
-  ReadLayers(config, reader, weights);
-  if (config.norm_placement == NormPlacement::kPre) {
-    weights.final_norm = reader.GetNorm("encoder.final_norm");
-  }
-  weights.pooler_query = reader.GetOptional("pooler.query");
+  const std::vector<ExpectedTensor> layout = VisitWeightLayout(config, reader);
   RETURN_IF_ERROR(reader.status());
-  loaded.parameter_count = reader.parameter_count();
-  loaded.num_stored_projections = reader.num_stored_projections();
-  return loaded;
+  RETURN_IF_ERROR(reader.CheckConsumed(layout));
+  return reader.Take();
 }
 
 }  // namespace favor::model::internal

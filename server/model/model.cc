@@ -15,6 +15,7 @@
 #include "server/model/encoder_weights.h"
 #include "server/model/pooling.h"
 #include "server/model/safetensors.h"
+#include "server/model/weight_layout.h"
 
 namespace favor::model {
 namespace {

@@ -3,8 +3,10 @@
 //
 // Field names follow Hugging Face's BertConfig where one exists, so that a
 // BERT config.json needs only Favor's own fields added; docs/models.md
-// documents every field, its default and its limits, and the weight names
-// ExpectedWeights returns. Parsing is strict: an unknown field is an error
+// documents every field, its default and its limits. The fields' JSON names
+// are listed once, in model_config_fields.h, for the reader, the writer and
+// operator==; weight_layout.h says which tensors a config implies. Parsing
+// is strict: an unknown field is an error
 // naming it (a typo must not silently fall back to a default), except
 // fields starting with "_" (comments, "_name_or_path") and the Hugging Face
 // bookkeeping fields listed in docs/models.md, which are ignored.
@@ -15,14 +17,12 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/attention/kernel.h"
 #include "server/attention/projection.h"
-#include "server/model/safetensors.h"
 
 namespace favor::model {
 
@@ -179,11 +179,6 @@ bool operator==(const AttentionConfig& a, const AttentionConfig& b);
 bool operator!=(const AttentionConfig& a, const AttentionConfig& b);
 bool operator==(const ModelConfig& a, const ModelConfig& b);
 bool operator!=(const ModelConfig& a, const ModelConfig& b);
-
-// The weights a model with this config has, with their shapes (names as
-// docs/models.md lists them), for CheckTensors. Optional tensors (stored
-// projections, token type embeddings, BERT's pooler) are marked so.
-std::vector<ExpectedTensor> ExpectedWeights(const ModelConfig& config);
 
 }  // namespace favor::model
 

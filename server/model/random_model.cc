@@ -13,6 +13,7 @@
 #include "server/attention/philox.h"
 #include "server/common/status_macros.h"
 #include "server/model/safetensors.h"
+#include "server/model/weight_layout.h"
 
 namespace favor::model {
 namespace {

@@ -21,6 +21,9 @@
 // One hazard mmap cannot rule out: a file truncated by another process while
 // it is mapped raises SIGBUS on access. Model files are replaced by rename
 // (as WriteSafetensors does), never rewritten in place.
+//
+// The reader is safetensors.cc, its header checks safetensors_header.cc; the
+// writer is safetensors_writer.cc and CheckTensors tensor_check.cc.
 #ifndef FAVOR_SERVER_MODEL_SAFETENSORS_H_
 #define FAVOR_SERVER_MODEL_SAFETENSORS_H_
 

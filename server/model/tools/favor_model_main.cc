@@ -28,6 +28,7 @@
 #include "server/model/model_config.h"
 #include "server/model/random_model.h"
 #include "server/model/safetensors.h"
+#include "server/model/weight_layout.h"
 
 // ---- init: the defaults are the default model's shape (models/README.md).
 ABSL_FLAG(std::string, output, "", "init: model folder to write");
@@ -78,10 +79,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The config from the flags, as config.json text, so that ParseModelConfig
-// validates it and names the flag's field in any error.
-Json ConfigFromFlags() {
-  Json config;
+// The vocabulary and the layers' shape from the flags.
+void AddShapeFromFlags(Json& config) {
   const int64_t vocab = absl::GetFlag(FLAGS_vocab);
   config["version"] =
       absl::GetFlag(FLAGS_version).empty()
@@ -102,6 +101,13 @@ Json ConfigFromFlags() {
   config["hidden_act"] = absl::GetFlag(FLAGS_activation);
   config["norm"] = absl::GetFlag(FLAGS_norm);
   config["norm_placement"] = absl::GetFlag(FLAGS_norm_placement);
+}
+
+// The config from the flags, as config.json text, so that ParseModelConfig
+// validates it and names the flag's field in any error.
+Json ConfigFromFlags() {
+  Json config;
+  AddShapeFromFlags(config);
   config["position_embedding_type"] = absl::GetFlag(FLAGS_position);
   config["max_sequence_length"] = absl::GetFlag(FLAGS_max_sequence_length);
   config["max_position_embeddings"] = absl::GetFlag(FLAGS_max_sequence_length);

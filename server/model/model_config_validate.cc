@@ -1,0 +1,155 @@
+// ValidateModelConfig: every field against its limits (ModelConfigLimits)
+// and the fields against each other.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/model/model_config.h"
+
+namespace favor::model {
+namespace {
+
+using Limits = ModelConfigLimits;
+
+absl::Status Invalid(absl::string_view field, int64_t value,
+                     absl::string_view requirement) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("field '", field, "' is ", value, "; ", requirement));
+}
+
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t min,
+                        int64_t max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return Invalid(field, value,
+                 absl::StrCat("must be in [", min, ", ", max, "]"));
+}
+
+absl::Status CheckTokenId(absl::string_view field, int64_t id,
+                          int64_t vocab_size) {
+  if (id == -1 || (id >= 0 && id < vocab_size)) return absl::OkStatus();
+  return Invalid(
+      field, id,
+      absl::StrCat("must be -1 (none) or below vocab_size (", vocab_size, ")"));
+}
+
+absl::Status ValidateVocabulary(const ModelConfig& c) {
+  if (c.version.size() > Limits::kMaxVersionBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("field 'version' is ", c.version.size(),
+                     " bytes long; the limit is ", Limits::kMaxVersionBytes));
+  }
+  RETURN_IF_ERROR(
+      CheckRange("vocab_size", c.vocab_size, 1, Limits::kMaxVocabSize));
+  RETURN_IF_ERROR(CheckRange("type_vocab_size", c.type_vocab_size, 0,
+                             Limits::kMaxTypeVocabSize));
+  RETURN_IF_ERROR(CheckTokenId("pad_token_id", c.pad_token_id, c.vocab_size));
+  RETURN_IF_ERROR(CheckTokenId("unk_token_id", c.unk_token_id, c.vocab_size));
+  RETURN_IF_ERROR(CheckTokenId("cls_token_id", c.cls_token_id, c.vocab_size));
+  RETURN_IF_ERROR(CheckTokenId("sep_token_id", c.sep_token_id, c.vocab_size));
+  return CheckTokenId("mask_token_id", c.mask_token_id, c.vocab_size);
+}
+
+absl::Status CheckPositiveFinite(absl::string_view field, double value,
+                                 double above) {
+  if (std::isfinite(value) && value > above) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "field '", field, "' is ", value, "; must be finite and above ", above));
+}
+
+absl::Status ValidateShape(const ModelConfig& c) {
+  RETURN_IF_ERROR(
+      CheckRange("hidden_size", c.hidden_size, 1, Limits::kMaxHiddenSize));
+  RETURN_IF_ERROR(CheckRange("num_hidden_layers", c.num_hidden_layers, 1,
+                             Limits::kMaxLayers));
+  RETURN_IF_ERROR(CheckRange("num_attention_heads", c.num_attention_heads, 1,
+                             c.hidden_size));
+  if (c.hidden_size % c.num_attention_heads != 0) {
+    return Invalid("hidden_size", c.hidden_size,
+                   absl::StrCat("must be divisible by num_attention_heads (",
+                                c.num_attention_heads, ")"));
+  }
+  if (c.head_dim() > Limits::kMaxHeadDim) {
+    return Invalid(
+        "hidden_size", c.hidden_size,
+        absl::StrCat("hidden_size / num_attention_heads = ", c.head_dim(),
+                     " exceeds the head size limit ", Limits::kMaxHeadDim));
+  }
+  RETURN_IF_ERROR(CheckRange("intermediate_size", c.intermediate_size, 1,
+                             Limits::kMaxIntermediateSize));
+  return CheckPositiveFinite("layer_norm_eps", c.layer_norm_eps, 0.0);
+}
+
+absl::Status ValidatePositions(const ModelConfig& c) {
+  RETURN_IF_ERROR(CheckRange("max_sequence_length", c.max_sequence_length, 1,
+                             Limits::kMaxSequenceLength));
+  switch (c.position_embedding_type) {
+    case PositionEmbedding::kAbsolute:
+      // A learned table has no row for a position past its end.
+      if (c.max_position_embeddings < c.max_sequence_length) {
+        return Invalid("max_position_embeddings", c.max_position_embeddings,
+                       absl::StrCat("learned absolute positions need at least "
+                                    "max_sequence_length (",
+                                    c.max_sequence_length, ") rows"));
+      }
+      return CheckRange("max_position_embeddings", c.max_position_embeddings, 1,
+                        Limits::kMaxSequenceLength);
+    case PositionEmbedding::kRotary:
+      if (c.block != BlockType::kEncoder) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "field 'position_embedding_type' is \"rotary\", which needs "
+            "token-to-token attention; block \"",
+            NameOf(c.block), "\" has none (use \"absolute\" or \"none\")"));
+      }
+      if (c.head_dim() % 2 != 0) {
+        return Invalid("hidden_size", c.hidden_size,
+                       absl::StrCat("rotary embeddings need an even head size"
+                                    ", got ",
+                                    c.head_dim()));
+      }
+      return CheckPositiveFinite("rotary_base", c.rotary_base, 1.0);
+    case PositionEmbedding::kNone:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAttention(const ModelConfig& c) {
+  const AttentionConfig& a = c.attention;
+  if (attention::TraitsOf(a.kernel).uses_projection) {
+    RETURN_IF_ERROR(CheckRange("attention.num_random_features",
+                               a.num_random_features, 1,
+                               Limits::kMaxRandomFeatures));
+  }
+  if (!std::isfinite(a.feature_epsilon) || a.feature_epsilon < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("field 'attention.feature_epsilon' is ", a.feature_epsilon,
+                     "; must be finite and ≥ 0"));
+  }
+  if (a.causal && c.block != BlockType::kEncoder) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field 'attention.causal' is true, but block \"", NameOf(c.block),
+        "\" has no token order to respect (causal needs block \"encoder\")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateBlocks(const ModelConfig& c) {
+  const bool cross = c.block == BlockType::kCrossAttention;
+  const bool isab = c.block == BlockType::kIsab;
+  RETURN_IF_ERROR(CheckRange("num_latents", c.num_latents, cross ? 1 : 0,
+                             cross ? Limits::kMaxLatents : 0));
+  return CheckRange("num_inducing_points", c.num_inducing_points, isab ? 1 : 0,
+                    isab ? Limits::kMaxLatents : 0);
+}
+
+}  // namespace
+
+absl::Status ValidateModelConfig(const ModelConfig& config) {
+  RETURN_IF_ERROR(ValidateVocabulary(config));
+  RETURN_IF_ERROR(ValidateShape(config));
+  RETURN_IF_ERROR(ValidatePositions(config));
+  RETURN_IF_ERROR(ValidateAttention(config));
+  return ValidateBlocks(config);
+}
+
+}  // namespace favor::model

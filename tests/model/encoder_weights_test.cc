@@ -1,0 +1,101 @@
+// LoadEncoderWeights (encoder_weights.cc): every tensor of every kind of
+// layout read into its place, and nothing the layout does not list.
+#include "server/model/encoder_weights.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/model/model_config.h"
+#include "server/model/random_model.h"
+#include "server/model/safetensors.h"
+#include "server/model/weight_layout.h"
+#include "tests/model/model_config_test_util.h"
+#include "tests/model/temp_dir_test.h"
+
+namespace favor::model::internal {
+namespace {
+
+class EncoderWeightsTest : public TempDirTest {
+ protected:
+  absl::StatusOr<LoadedWeights> Load(const ModelConfig& config,
+                                     int64_t* elements_in_file = nullptr) {
+    auto file = SafetensorsFile::Open(dir_ + "/model.safetensors");
+    if (!file.ok()) return file.status();
+    const absl::Status checked = CheckTensors(**file, ExpectedWeights(config));
+    if (!checked.ok()) return checked;
+    if (elements_in_file != nullptr) {
+      *elements_in_file = 0;
+      for (const std::string& name : (*file)->TensorNames()) {
+        *elements_in_file += (*file)->Get(name)->num_elements();
+      }
+    }
+    return LoadEncoderWeights(config, **file, c10::Device(at::kCPU),
+                              at::kFloat);
+  }
+};
+
+// Where each part went, by what the config has.
+void ExpectStructure(const ModelConfig& config, const EncoderWeights& w) {
+  const auto layers = static_cast<size_t>(config.num_hidden_layers);
+  const bool isab = config.block == BlockType::kIsab;
+  EXPECT_TRUE(w.word_embeddings.defined());
+  EXPECT_EQ(w.position_embeddings.defined(),
+            config.position_embedding_type == PositionEmbedding::kAbsolute);
+  EXPECT_EQ(w.token_type_row.defined(), config.type_vocab_size > 0);
+  EXPECT_EQ(w.latents.defined(), config.block == BlockType::kCrossAttention);
+  ASSERT_EQ(w.layers.size(), layers);
+  EXPECT_EQ(w.induced.size(), isab ? layers : 0u);
+  EXPECT_EQ(w.inducing_points.size(), isab ? layers : 0u);
+  EXPECT_EQ(w.final_norm.scale.defined() || w.final_norm.weight.defined(),
+            config.norm_placement == NormPlacement::kPre);
+  EXPECT_TRUE(w.pooler_query.defined());
+  const bool projection =
+      attention::TraitsOf(config.attention.kernel).uses_projection;
+  for (const LayerWeights& layer : w.layers) {
+    EXPECT_TRUE(layer.attention.query_key_value.weight_t.defined());
+    EXPECT_TRUE(layer.output.bias.defined());
+    EXPECT_EQ(layer.attention.projection.defined(), projection);
+  }
+}
+
+TEST_F(EncoderWeightsTest, ReadsEveryTensorOfEveryKindOfModel) {
+  for (const ModelConfig& config : EveryKindOfModel()) {
+    SCOPED_TRACE(NameOf(config.block));
+    ASSERT_TRUE(WriteRandomModel(config, dir_).ok());
+    int64_t elements_in_file = 0;
+    auto loaded = Load(config, &elements_in_file);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    // The random model holds only tensors the encoder uses.
+    EXPECT_EQ(loaded->parameter_count, elements_in_file);
+    EXPECT_EQ(loaded->num_stored_projections, 0);
+    ExpectStructure(config, loaded->weights);
+  }
+}
+
+// A file with every tensor the layout allows, optional ones included:
+// stored projections are read, BERT's pooler is accepted and left unread.
+TEST_F(EncoderWeightsTest, ReadsStoredProjectionsAndSkipsBertsPooler) {
+  const ModelConfig config = TinyConfig();
+  const std::vector<ExpectedTensor> expected = ExpectedWeights(config);
+  int64_t used_elements = 0;
+  for (const ExpectedTensor& tensor : expected) {
+    int64_t count = 1;
+    for (int64_t dim : tensor.shape) count *= dim;
+    if (tensor.name.rfind("pooler.dense.", 0) != 0) used_elements += count;
+  }
+  ASSERT_TRUE(
+      WriteZeroTensors(dir_ + "/model.safetensors", expected, DType::kF32)
+          .ok());
+  auto loaded = Load(config);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->num_stored_projections, config.num_hidden_layers);
+  EXPECT_EQ(loaded->parameter_count, used_elements);
+}
+
+}  // namespace
+}  // namespace favor::model::internal
