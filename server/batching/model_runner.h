@@ -1,8 +1,10 @@
 // What the batcher hands a formed batch to: the model, on one device.
 //
 // The batcher knows requests only by their cost; a ModelRunner knows what is
-// in their payloads. The real runner (server/model) packs the batch's token
-// ids and runs the Performer encoder; tests use a fake.
+// in their payloads. The real runners live in server/service: EmbedRunner
+// (embed_runner.h) packs the batch's token ids and runs the model's encoder,
+// AttendRunner (attend_runner.h) runs the attention library; tests use a
+// fake.
 #ifndef FAVOR_SERVER_BATCHING_MODEL_RUNNER_H_
 #define FAVOR_SERVER_BATCHING_MODEL_RUNNER_H_
 
