@@ -1,40 +1,38 @@
 #include "server/service/embed_stream_state.h"
 
 namespace favor::service {
+namespace {
 
-// One case per line of the header's list.
+using A = StreamAction;
+using E = StreamEvent;
+using S = StreamState;
+
+struct Row {
+  S state;
+  E event;
+  StreamTransition transition;
+};
+
+// The header's list, line by line, but for its last line (kCancel).
+constexpr Row kTable[] = {
+    {S::kReading, E::kReadWithRoom, {S::kReading, A::kStartRead}},
+    {S::kReading, E::kReadAtLimit, {S::kReadPaused, A::kNone}},
+    {S::kReading, E::kReadFailed, {S::kReadsDone, A::kNone}},
+    {S::kReadPaused, E::kRoom, {S::kReading, A::kStartRead}},
+    {S::kReadsDone, E::kAllAnswered, {S::kFinished, A::kFinishOk}},
+    {S::kCancelled, E::kAllAnswered, {S::kFinished, A::kFinishCancelled}},
+};
+
+}  // namespace
+
 StreamTransition NextStreamState(StreamState state, StreamEvent event) {
-  using Action = StreamAction;
-  using Event = StreamEvent;
-  using State = StreamState;
-  if (event == Event::kCancel && state != State::kFinished) {
-    return {State::kCancelled, Action::kNone};
+  if (event == E::kCancel && state != S::kFinished) {
+    return {S::kCancelled, A::kNone};
   }
-  switch (state) {
-    case State::kReading:
-      if (event == Event::kReadWithRoom) return {state, Action::kStartRead};
-      if (event == Event::kReadAtLimit)
-        return {State::kReadPaused, Action::kNone};
-      if (event == Event::kReadFailed)
-        return {State::kReadsDone, Action::kNone};
-      break;
-    case State::kReadPaused:
-      if (event == Event::kRoom) return {State::kReading, Action::kStartRead};
-      break;
-    case State::kReadsDone:
-      if (event == Event::kAllAnswered) {
-        return {State::kFinished, Action::kFinishOk};
-      }
-      break;
-    case State::kCancelled:
-      if (event == Event::kAllAnswered) {
-        return {State::kFinished, Action::kFinishCancelled};
-      }
-      break;
-    case State::kFinished:
-      break;
+  for (const Row& row : kTable) {
+    if (row.state == state && row.event == event) return row.transition;
   }
-  return {state, Action::kNone};
+  return {state, A::kNone};
 }
 
 bool StreamStopped(StreamState state) {
