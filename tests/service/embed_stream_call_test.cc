@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/service/fake_service_test.h"
+#include "tests/service/fake_service_fixture.h"
 
 namespace favor::service {
 namespace {

@@ -21,7 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/service/status_mapping.h"
-#include "tests/service/fake_service_test.h"
+#include "tests/service/fake_service_fixture.h"
 #include "tests/service/test_server.h"
 
 namespace favor::service {

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "server/metrics/metric_names.h"
 #include "tests/metrics/scrape.h"
-#include "tests/service/fake_service_test.h"
+#include "tests/service/fake_service_fixture.h"
 
 namespace favor::service {
 namespace {

@@ -1,8 +1,8 @@
 // The fixture of the service tests over real gRPC on loopback: a
 // FavorService with one FakeModel ("fake"), small call limits, and helpers
 // to build and send Embed and Attend calls.
-#ifndef FAVOR_TESTS_SERVICE_FAKE_SERVICE_TEST_H_
-#define FAVOR_TESTS_SERVICE_FAKE_SERVICE_TEST_H_
+#ifndef FAVOR_TESTS_SERVICE_FAKE_SERVICE_FIXTURE_H_
+#define FAVOR_TESTS_SERVICE_FAKE_SERVICE_FIXTURE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -99,4 +99,4 @@ class FakeServiceTest : public ::testing::Test {
 
 }  // namespace favor::service::testing
 
-#endif  // FAVOR_TESTS_SERVICE_FAKE_SERVICE_TEST_H_
+#endif  // FAVOR_TESTS_SERVICE_FAKE_SERVICE_FIXTURE_H_
