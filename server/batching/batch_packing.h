@@ -22,9 +22,12 @@ namespace favor::batching {
 // each field means what the option of the same name means there (the
 // Batcher copies them, and validates them first).
 struct PackingPolicy {
+  // What a batch may hold.
   int64_t max_batch_tokens = 1;
   int64_t max_batch_requests = 1;
+  // How long the oldest request waits for company.
   absl::Duration max_queue_delay = absl::ZeroDuration();
+  // The age bound and the priority share, against starvation.
   absl::Duration max_request_age = absl::InfiniteDuration();
   int max_consecutive_high_batches = 1;
 };

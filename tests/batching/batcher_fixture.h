@@ -30,7 +30,7 @@
     ASSERT_TRUE(status_.ok()) << status_; \
   } while (false)
 
-namespace favor::batching::testing {
+namespace favor::batching {
 
 inline constexpr absl::Duration kDelay = absl::Milliseconds(10);
 inline constexpr int64_t kBatchTokens = 100;
@@ -169,14 +169,14 @@ class BatcherTest : public ::testing::Test {
   }
 
   FakeClock clock_;
-  FakeModelRunner runner_;
-  CompletionLog log_;
+  testing::FakeModelRunner runner_;
+  testing::CompletionLog log_;
   RecordingObserver observer_;
   std::unique_ptr<Batcher> batcher_;  // Destroyed first.
   absl::Time start_;
   int held_ = 0;  // Workers held inside the blocked runner.
 };
 
-}  // namespace favor::batching::testing
+}  // namespace favor::batching
 
 #endif  // FAVOR_TESTS_BATCHING_BATCHER_FIXTURE_H_

@@ -21,14 +21,6 @@
 namespace favor::batching {
 namespace {
 
-using ::favor::batching::testing::BatcherTest;
-using ::favor::batching::testing::BatchRunRecord;
-using ::favor::batching::testing::DequeuedRecord;
-using ::favor::batching::testing::kBatchTokens;
-using ::favor::batching::testing::kDelay;
-using ::favor::batching::testing::kNever;
-using ::favor::batching::testing::kReadyId;
-using ::favor::batching::testing::kRunningId;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;

@@ -16,9 +16,6 @@
 namespace favor::service {
 namespace {
 
-using ::favor::service::testing::CallEmbed;
-using ::favor::service::testing::EmbedOf;
-using ::favor::service::testing::FakeServiceTest;
 using ::testing::HasSubstr;
 
 TEST_F(FakeServiceTest, EmbedStreamAnswersEveryMessageByItsId) {

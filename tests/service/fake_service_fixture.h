@@ -19,7 +19,7 @@
 #include "server/service/favor_service.h"
 #include "tests/service/test_server.h"
 
-namespace favor::service::testing {
+namespace favor::service {
 
 inline v1::EmbedRequest EmbedOf(
     const std::vector<std::vector<uint32_t>>& inputs) {
@@ -85,18 +85,18 @@ class FakeServiceTest : public ::testing::Test {
 
   void Start() { Start(FavorService::Options()); }
   void Start(FavorService::Options options,
-             const TestServerOptions& server_options = {}) {
+             const testing::TestServerOptions& server_options = {}) {
     options.max_inputs_per_call = 4;
     options.max_tokens_per_call = 100;
-    server_ = std::make_unique<TestServer>(
+    server_ = std::make_unique<testing::TestServer>(
         options, std::vector<const model::Model*>{&model_}, server_options);
   }
   void TearDown() override { model_.Release(); }
 
-  FakeModel model_;
-  std::unique_ptr<TestServer> server_;
+  testing::FakeModel model_;
+  std::unique_ptr<testing::TestServer> server_;
 };
 
-}  // namespace favor::service::testing
+}  // namespace favor::service
 
 #endif  // FAVOR_TESTS_SERVICE_FAKE_SERVICE_FIXTURE_H_

@@ -27,15 +27,8 @@
 namespace favor::service {
 namespace {
 
-using ::favor::service::testing::CallAttend;
-using ::favor::service::testing::CallEmbed;
-using ::favor::service::testing::EmbedOf;
-using ::favor::service::testing::FakeServiceTest;
-using ::favor::service::testing::FloatsOf;
-using ::favor::service::testing::TensorOf;
 using ::favor::service::testing::TestServer;
 using ::favor::service::testing::TestServerOptions;
-using ::favor::service::testing::UniformAttend;
 using ::testing::HasSubstr;
 
 struct BadEmbed {

@@ -14,12 +14,6 @@
 namespace favor::service {
 namespace {
 
-using ::favor::service::testing::CallAttend;
-using ::favor::service::testing::CallEmbed;
-using ::favor::service::testing::EmbedOf;
-using ::favor::service::testing::FakeServiceTest;
-using ::favor::service::testing::UniformAttend;
-
 TEST_F(FakeServiceTest, MetricsScrapeHasEveryFamily) {
   Start();
   auto http =
