@@ -51,6 +51,16 @@ absl::Status ValidateOptions(const Batcher::Options& options) {
   return absl::OkStatus();
 }
 
+PackingPolicy PackingPolicyOf(const Batcher::Options& options) {
+  PackingPolicy policy;
+  policy.max_batch_tokens = options.max_batch_tokens;
+  policy.max_batch_requests = options.max_batch_requests;
+  policy.max_queue_delay = options.max_queue_delay;
+  policy.max_request_age = options.max_request_age;
+  policy.max_consecutive_high_batches = options.max_consecutive_high_batches;
+  return policy;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(
@@ -60,8 +70,9 @@ absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(
   if (runner == nullptr) {
     return absl::InvalidArgumentError("Batcher::Create: runner is null");
   }
-  std::unique_ptr<Batcher> batcher(new Batcher(
-      options, runner, clock != nullptr ? clock : RealClock::Get(), observer));
+  std::unique_ptr<Batcher> batcher(
+      new Batcher(options, runner, clock != nullptr ? clock : RealClock::Get(),
+                  observer != nullptr ? observer : BatcherObserver::Noop()));
   batcher->StartThreads();
   return batcher;
 }
@@ -69,6 +80,7 @@ absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(
 Batcher::Batcher(const Options& options, ModelRunner* runner, Clock* clock,
                  BatcherObserver* observer)
     : options_(options),
+      policy_(PackingPolicyOf(options)),
       runner_(runner),
       clock_(clock),
       observer_(observer),
@@ -150,14 +162,13 @@ absl::Status Batcher::Admit(std::unique_ptr<Request>* request) {
   }
   RETURN_IF_ERROR(CheckRoom((*request)->num_tokens));
   (*request)->enqueue_time = clock_->Now();
-  queued_tokens_ += (*request)->num_tokens;
-  QueueOf((*request)->priority).push_back(std::move(*request));
+  queues_.Push(std::move(*request));
   former_wake_ = true;
   return absl::OkStatus();
 }
 
 absl::Status Batcher::CheckRoom(int64_t num_tokens) const {
-  const int64_t num_queued = NumQueuedLocked();
+  const int64_t num_queued = queues_.num_requests();
   if (num_queued >= options_.max_queue_requests) {
     // The next batch to leave the queue makes room for one request.
     return ResourceExhaustedWithRetry(
@@ -166,15 +177,15 @@ absl::Status Batcher::CheckRoom(int64_t num_tokens) const {
                      options_.max_queue_requests, ")"),
         EstimateRetryAfter(1));
   }
-  const int64_t excess =
-      queued_tokens_ + num_tokens - options_.max_queue_tokens;
+  const int64_t queued_tokens = queues_.num_tokens();
+  const int64_t excess = queued_tokens + num_tokens - options_.max_queue_tokens;
   if (excess > 0) {
     const int64_t batches =
         (excess + options_.max_batch_tokens - 1) / options_.max_batch_tokens;
     return ResourceExhaustedWithRetry(
         absl::StrCat(
             "queue of model '", options_.model_name,
-            "' is full: ", queued_tokens_, " tokens queued + ", num_tokens,
+            "' is full: ", queued_tokens, " tokens queued + ", num_tokens,
             " requested > max_queue_tokens=", options_.max_queue_tokens),
         EstimateRetryAfter(batches));
   }
@@ -206,8 +217,11 @@ void Batcher::FormerLoop() {
       WaitForFormerWork();
       const absl::Time now = clock_->Now();
       DropUnrunnable(now, &dropped);
-      if (BatchDue(now)) ready_.push_back(FormBatch(now));
-      done = draining_ && NumQueuedLocked() == 0;
+      if (BatchDue(now)) {
+        ready_.push_back(
+            PackBatch(policy_, now, &queues_, &high_led_in_a_row_));
+      }
+      done = draining_ && queues_.empty();
       former_done_ = done;
     }
     AnswerDropped(std::move(dropped));
@@ -231,117 +245,37 @@ void Batcher::WaitForFormerWork() {
 // time the next batch falls due (only while a worker can take it).
 absl::Time Batcher::NextFormerWakeTime() const {
   absl::Time wake_time = draining_ ? drain_deadline_ : absl::InfiniteFuture();
-  for (const Queue& queue : queues_) {
-    for (const std::unique_ptr<Request>& request : queue) {
-      wake_time = std::min(wake_time, request->deadline);
-    }
-  }
-  if (ready_.size() < kMaxReadyBatches && NumQueuedLocked() > 0) {
-    wake_time = std::min(wake_time, BatchDueTime());
+  wake_time = std::min(wake_time, queues_.EarliestDeadline());
+  if (ready_.size() < kMaxReadyBatches) {
+    wake_time = std::min(wake_time, NextBatchTime());
   }
   return wake_time;
 }
 
 void Batcher::DropUnrunnable(absl::Time now, std::vector<Dropped>* dropped) {
-  for (Queue& queue : queues_) {
+  for (const Priority priority : {Priority::kHigh, Priority::kNormal}) {
+    const RequestQueues::Queue& queue = queues_.queue(priority);
     for (auto it = queue.begin(); it != queue.end();) {
       absl::Status status = UnrunnableStatus(**it, now);
       if (status.ok()) {
         ++it;
         continue;
       }
-      queued_tokens_ -= (*it)->num_tokens;
-      dropped->push_back({std::move(*it), std::move(status)});
-      it = queue.erase(it);
+      dropped->push_back({queues_.Take(priority, &it), std::move(status)});
     }
   }
 }
 
 bool Batcher::BatchDue(absl::Time now) const {
-  return ready_.size() < kMaxReadyBatches && NumQueuedLocked() > 0 &&
-         BatchDueTime() <= now;
+  return ready_.size() < kMaxReadyBatches && !queues_.empty() &&
+         NextBatchTime() <= now;
 }
 
-absl::Time Batcher::BatchDueTime() const {
-  const bool full = queued_tokens_ >= options_.max_batch_tokens ||
-                    NumQueuedLocked() >= options_.max_batch_requests;
-  if (draining_ || full) return absl::InfinitePast();
-  return Oldest()->enqueue_time + options_.max_queue_delay;
-}
-
-Batch Batcher::FormBatch(absl::Time now) {
-  const Priority leader = ChooseLeader(now);
-  const bool normal_waits = !QueueOf(Priority::kNormal).empty();
-  high_led_in_a_row_ =
-      leader == Priority::kHigh && normal_waits ? high_led_in_a_row_ + 1 : 0;
-  Batch batch;
-  Queue& leader_queue = QueueOf(leader);
-  TakeInto(&leader_queue, leader_queue.begin(), &batch);
-  FillBatch(now, &batch);
-  return batch;
-}
-
-// See the class comment: age bound, then the priority share, then priority.
-Priority Batcher::ChooseLeader(absl::Time now) {
-  const Queue& high = QueueOf(Priority::kHigh);
-  const Queue& normal = QueueOf(Priority::kNormal);
-  if (high.empty()) return Priority::kNormal;
-  if (normal.empty()) return Priority::kHigh;
-  const Request& oldest = *Oldest();
-  if (Overdue(oldest, now)) return oldest.priority;
-  return high_led_in_a_row_ < options_.max_consecutive_high_batches
-             ? Priority::kHigh
-             : Priority::kNormal;
-}
-
-void Batcher::FillBatch(absl::Time now, Batch* batch) {
-  TakeOverdue(now, batch);
-  TakeFitting(&QueueOf(Priority::kHigh), batch);
-  TakeFitting(&QueueOf(Priority::kNormal), batch);
-}
-
-// Overdue requests form a prefix of each queue (arrival order); walks both
-// prefixes oldest first, taking those that fit.
-void Batcher::TakeOverdue(absl::Time now, Batch* batch) {
-  Queue& high = QueueOf(Priority::kHigh);
-  Queue& normal = QueueOf(Priority::kNormal);
-  auto high_it = high.begin();
-  auto normal_it = normal.begin();
-  while (!Full(*batch)) {
-    const bool high_overdue = high_it != high.end() && Overdue(**high_it, now);
-    const bool normal_overdue =
-        normal_it != normal.end() && Overdue(**normal_it, now);
-    if (!high_overdue && !normal_overdue) return;
-    const bool take_high =
-        high_overdue && (!normal_overdue || (*high_it)->enqueue_time <=
-                                                (*normal_it)->enqueue_time);
-    Queue& queue = take_high ? high : normal;
-    Queue::iterator& it = take_high ? high_it : normal_it;
-    if (Fits(*batch, **it)) {
-      it = TakeInto(&queue, it, batch);
-    } else {
-      ++it;
-    }
-  }
-}
-
-// First fit in arrival order: a request that does not fit is skipped.
-void Batcher::TakeFitting(Queue* queue, Batch* batch) {
-  for (auto it = queue->begin(); it != queue->end() && !Full(*batch);) {
-    if (Fits(*batch, **it)) {
-      it = TakeInto(queue, it, batch);
-    } else {
-      ++it;
-    }
-  }
-}
-
-Batcher::Queue::iterator Batcher::TakeInto(Queue* queue, Queue::iterator it,
-                                           Batch* batch) {
-  queued_tokens_ -= (*it)->num_tokens;
-  batch->num_tokens += (*it)->num_tokens;
-  batch->requests.push_back(std::move(*it));
-  return queue->erase(it);
+// The packing policy's due time, except that a drain runs what is queued
+// without waiting for company.
+absl::Time Batcher::NextBatchTime() const {
+  if (draining_ && !queues_.empty()) return absl::InfinitePast();
+  return BatchDueTime(queues_, policy_);
 }
 
 // ---------------------------------------------------------------------------
@@ -392,11 +326,9 @@ void Batcher::RunBatch(int worker_index, Batch batch) {
   const absl::Time start = clock_->Now();
   const int64_t num_requests = static_cast<int64_t>(batch.requests.size());
   const int64_t num_tokens = batch.num_tokens;
-  if (observer_ != nullptr) {
-    for (const std::unique_ptr<Request>& request : batch.requests) {
-      observer_->OnDequeued(*request, start - request->enqueue_time,
-                            absl::StatusCode::kOk);
-    }
+  for (const std::unique_ptr<Request>& request : batch.requests) {
+    observer_->OnDequeued(*request, start - request->enqueue_time,
+                          absl::StatusCode::kOk);
   }
   EnterRunner();
   const absl::Time compute_start = clock_->Now();
@@ -411,10 +343,8 @@ void Batcher::RunBatch(int worker_index, Batch batch) {
   for (std::unique_ptr<Request>& request : batch.requests) {
     if (request != nullptr && !request->completed()) request->Complete(status);
   }
-  if (observer_ != nullptr) {
-    observer_->OnBatchRun(worker_index, num_requests, num_tokens,
-                          compute_duration, status);
-  }
+  observer_->OnBatchRun(worker_index, num_requests, num_tokens,
+                        compute_duration, status);
 }
 
 void Batcher::EnterRunner() {
@@ -456,41 +386,6 @@ absl::Status Batcher::UnrunnableStatus(const Request& request,
   return absl::OkStatus();
 }
 
-bool Batcher::Fits(const Batch& batch, const Request& request) const {
-  return batch.num_tokens + request.num_tokens <= options_.max_batch_tokens &&
-         static_cast<int64_t>(batch.requests.size()) <
-             options_.max_batch_requests;
-}
-
-bool Batcher::Full(const Batch& batch) const {
-  return batch.num_tokens >= options_.max_batch_tokens ||
-         static_cast<int64_t>(batch.requests.size()) >=
-             options_.max_batch_requests;
-}
-
-// The earliest admitted queued request; the queue must not be empty.
-const Request* Batcher::Oldest() const {
-  const Queue& high = queues_[0];
-  const Queue& normal = queues_[1];
-  if (high.empty()) return normal.front().get();
-  if (normal.empty()) return high.front().get();
-  return high.front()->enqueue_time <= normal.front()->enqueue_time
-             ? high.front().get()
-             : normal.front().get();
-}
-
-bool Batcher::Overdue(const Request& request, absl::Time now) const {
-  return now - request.enqueue_time >= options_.max_request_age;
-}
-
-int64_t Batcher::NumQueuedLocked() const {
-  return static_cast<int64_t>(queues_[0].size() + queues_[1].size());
-}
-
-Batcher::Queue& Batcher::QueueOf(Priority priority) {
-  return queues_[priority == Priority::kHigh ? 0 : 1];
-}
-
 bool Batcher::ReadyOrFormerDone() const {
   return !ready_.empty() || former_done_;
 }
@@ -507,22 +402,20 @@ void Batcher::AnswerDropped(std::vector<Dropped> dropped) {
   if (dropped.empty()) return;
   const absl::Time now = clock_->Now();
   for (Dropped& item : dropped) {
-    if (observer_ != nullptr) {
-      observer_->OnDequeued(*item.request, now - item.request->enqueue_time,
-                            item.status.code());
-    }
+    observer_->OnDequeued(*item.request, now - item.request->enqueue_time,
+                          item.status.code());
     item.request->Complete(std::move(item.status));
   }
 }
 
 int64_t Batcher::NumQueuedRequests() const {
   absl::MutexLock lock(&mu_);
-  return NumQueuedLocked();
+  return queues_.num_requests();
 }
 
 int64_t Batcher::NumQueuedTokens() const {
   absl::MutexLock lock(&mu_);
-  return queued_tokens_;
+  return queues_.num_tokens();
 }
 
 bool Batcher::WaitUntilIdleForTesting(int workers_in_runner,

@@ -7,10 +7,11 @@
 // batches and hands them to the workers; each worker runs one batch at a
 // time on its device through the ModelRunner.
 //
-// How a batch is formed. A batch is formed when it is due: when the queue
-// holds at least a full batch (max_batch_tokens tokens or max_batch_requests
-// requests), when its oldest request has waited max_queue_delay, or at once
-// while draining. It starts with a leader:
+// How a batch is formed (implemented by batch_packing.h, whose functions
+// the batcher calls under its lock). A batch is formed when it is due: when the
+// queue holds at least a full batch (max_batch_tokens tokens or
+// max_batch_requests requests), when its oldest request has waited
+// max_queue_delay, or at once while draining. It starts with a leader:
 //   1. a request queued for max_request_age or longer (the oldest such) leads
 //      whatever its priority (the age bound);
 //   2. otherwise the oldest high-priority request leads, unless
@@ -52,10 +53,8 @@
 #ifndef FAVOR_SERVER_BATCHING_BATCHER_H_
 #define FAVOR_SERVER_BATCHING_BATCHER_H_
 
-#include <array>
 #include <cstdint>
 #include <deque>
-#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,10 +66,13 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/batching/batch.h"
+#include "server/batching/batch_packing.h"
 #include "server/batching/batcher_observer.h"
 #include "server/batching/clock.h"
 #include "server/batching/model_runner.h"
 #include "server/batching/request.h"
+#include "server/batching/request_queues.h"
 
 namespace favor::batching {
 
@@ -119,7 +121,8 @@ class Batcher {
   };
 
   // Starts the former and worker threads. `runner` must outlive the
-  // Batcher; so must `clock` (null: RealClock) and `observer` (null: none).
+  // Batcher; so must `clock` (null: RealClock) and `observer` (null:
+  // BatcherObserver::Noop()).
   // INVALID_ARGUMENT names the offending option.
   static absl::StatusOr<std::unique_ptr<Batcher>> Create(
       const Options& options, ModelRunner* runner, Clock* clock = nullptr,
@@ -178,7 +181,6 @@ class Batcher {
 
   // Implementation details follow.
  private:
-  using Queue = std::list<std::unique_ptr<Request>>;
   struct Dropped {
     std::unique_ptr<Request> request;
     absl::Status status;
@@ -207,17 +209,7 @@ class Batcher {
   void DropUnrunnable(absl::Time now, std::vector<Dropped>* dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool BatchDue(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Time BatchDueTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Batch FormBatch(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Priority ChooseLeader(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FillBatch(absl::Time now, Batch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void TakeOverdue(absl::Time now, Batch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void TakeFitting(Queue* queue, Batch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Queue::iterator TakeInto(Queue* queue, Queue::iterator it, Batch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Time NextBatchTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The workers' loop and its steps.
   void WorkerLoop(int worker_index);
@@ -232,25 +224,19 @@ class Batcher {
   // Shared helpers.
   absl::Status UnrunnableStatus(const Request& request, absl::Time now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Fits(const Batch& batch, const Request& request) const;
-  bool Full(const Batch& batch) const;
-  const Request* Oldest() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Overdue(const Request& request, absl::Time now) const;
-  int64_t NumQueuedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Queue& QueueOf(Priority priority) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ReadyOrFormerDone() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool Idle(int workers_in_runner) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void AnswerDropped(std::vector<Dropped> dropped);
 
   const Options options_;
+  const PackingPolicy policy_;  // From options_.
   ModelRunner* const runner_;
   Clock* const clock_;
-  BatcherObserver* const observer_;  // May be null.
+  BatcherObserver* const observer_;  // Never null.
 
   mutable absl::Mutex mu_;
-  // Waiting requests in arrival order, high priority first.
-  std::array<Queue, 2> queues_ ABSL_GUARDED_BY(mu_);
-  int64_t queued_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  // Requests waiting to be batched.
+  RequestQueues queues_ ABSL_GUARDED_BY(mu_);
   // Formed batches waiting for a worker (at most kMaxReadyBatches).
   std::deque<Batch> ready_ ABSL_GUARDED_BY(mu_);
   // Batches in a row led by high priority while normal requests waited.

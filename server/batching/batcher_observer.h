@@ -14,9 +14,13 @@ namespace favor::batching {
 
 // Called from the batcher's threads (batch former and workers), possibly
 // concurrently, with no batcher lock held: implementations must be
-// thread-safe and quick. The default implementations do nothing.
+// thread-safe and quick.
 class BatcherObserver {
  public:
+  // An observer that does nothing, what a Batcher created without one uses.
+  // Process-wide; never destroyed.
+  static BatcherObserver* Noop();
+
   virtual ~BatcherObserver() = default;
 
   // A request left the queue: to be run (`code` OK; `queue_duration` runs
@@ -24,13 +28,13 @@ class BatcherObserver {
   // run (`code` DEADLINE_EXCEEDED, CANCELLED or UNAVAILABLE). Requests that
   // Enqueue() rejects never entered the queue and are not reported here.
   virtual void OnDequeued(const Request& request, absl::Duration queue_duration,
-                          absl::StatusCode code) {}
+                          absl::StatusCode code) = 0;
 
   // A worker ran a batch of `num_requests` requests and `num_tokens` tokens;
   // `status` is what the runner returned.
   virtual void OnBatchRun(int worker_index, int64_t num_requests,
                           int64_t num_tokens, absl::Duration compute_duration,
-                          const absl::Status& status) {}
+                          const absl::Status& status) = 0;
 };
 
 }  // namespace favor::batching

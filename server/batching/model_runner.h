@@ -1,27 +1,17 @@
 // What the batcher hands a formed batch to: the model, on one device.
 //
 // The batcher knows requests only by their cost; a ModelRunner knows what is
-// in their payloads. The real runner (server/model) packs the batch's token
-// ids and runs the Performer encoder; tests use a fake.
+// in their payloads. The real runners live in server/service: EmbedRunner
+// (embed_runner.h) packs the batch's token ids and runs the model's encoder,
+// AttendRunner (attend_runner.h) runs the attention library; tests use a
+// fake.
 #ifndef FAVOR_SERVER_BATCHING_MODEL_RUNNER_H_
 #define FAVOR_SERVER_BATCHING_MODEL_RUNNER_H_
 
-#include <cstdint>
-#include <memory>
-#include <vector>
-
 #include "absl/status/status.h"
-#include "server/batching/request.h"
+#include "server/batching/batch.h"
 
 namespace favor::batching {
-
-// Requests to run together. Never empty when it reaches a runner; its
-// num_tokens never exceeds Batcher::Options::max_batch_tokens, except for a
-// batch made of one oversize request (see Options::run_oversize_alone).
-struct Batch {
-  std::vector<std::unique_ptr<Request>> requests;
-  int64_t num_tokens = 0;  // Sum of the requests' num_tokens.
-};
 
 class ModelRunner {
  public:

@@ -74,8 +74,8 @@ class Request {
   absl::Time deadline = absl::InfiniteFuture();  // Answer by then or never.
   std::shared_ptr<const CancellationFlag> cancellation;  // Null: never.
   // What the runner computes from and writes its result into; the batcher
-  // never looks inside. Runners recover their type with
-  // std::static_pointer_cast.
+  // never looks inside. Runners know the type they put there and recover it
+  // with a static_cast of payload.get().
   std::shared_ptr<void> payload;
 
   // Set by Batcher::Enqueue when the request is admitted to the queue.

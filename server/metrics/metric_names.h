@@ -72,6 +72,10 @@ inline constexpr absl::string_view kMethodEmbedStream = "EmbedStream";
 inline constexpr absl::string_view kMethodAttend = "Attend";
 inline constexpr absl::string_view kMethodListModels = "ListModels";
 inline constexpr absl::string_view kMethodGetModel = "GetModel";
+// All five, in this order: Metrics::DefaultMethods().
+inline constexpr absl::string_view kMethods[] = {
+    kMethodEmbed, kMethodEmbedStream, kMethodAttend, kMethodListModels,
+    kMethodGetModel};
 
 }  // namespace favor::metrics
 

@@ -1,8 +1,12 @@
-// The server's Prometheus metrics and their HTTP endpoint (`/metrics` on its
-// own port, 9464 by default). The families and their names are in
-// metric_names.h, the bucket bounds in buckets.h.
+// What the server records for Prometheus, and the implementations: Create()
+// builds the Prometheus one (prometheus_metrics.h) with its HTTP endpoint
+// (`/metrics` on its own port, 9464 by default); Noop() is one that records
+// nothing, for code run without metrics, so that callers never test for a
+// null Metrics. The families and their names are in metric_names.h, the
+// bucket bounds in buckets.h.
 //
-// Families and the per-model series are built once, in Create(). Series
+// Prometheus: families and the per-model series are built once, in
+// Create(). Series
 // keyed by (model, method, code) are created the first time a combination
 // occurs and then kept, so that a steady server never calls prometheus-cpp's
 // Family::Add() on the request path and exports no series for combinations
@@ -25,23 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-
-namespace prometheus {
-class Counter;
-class Exposer;
-class Gauge;
-class Histogram;
-class Registry;
-template <typename T>
-class Family;
-}  // namespace prometheus
 
 namespace favor::metrics {
 
@@ -72,43 +63,55 @@ class Metrics {
     std::vector<std::string> methods = DefaultMethods();
   };
 
-  // Builds every family and per-model series, then (with serve_http) starts
-  // the HTTP endpoint. INVALID_ARGUMENT names a bad option; UNAVAILABLE
-  // names the address when it cannot be listened on (e.g. port in use).
+  // The Prometheus implementation: builds every family and per-model
+  // series, then (with serve_http) starts the HTTP endpoint.
+  // INVALID_ARGUMENT names a bad option; UNAVAILABLE names the address when
+  // it cannot be listened on (e.g. port in use). Destroying it stops the
+  // endpoint first, which takes up to 2 s: civetweb's accept loop notices
+  // the stop request only when its 2 s poll times out.
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(
       const Options& options);
 
-  // Stops the endpoint first. That takes up to 2 s: civetweb's accept loop
-  // notices the stop request only when its 2 s poll times out.
-  ~Metrics();
+  // Records nothing, builds no family and serves nothing: what the service
+  // and the batcher use when given no Metrics. Process-wide; never
+  // destroyed.
+  static Metrics* Noop();
+
+  Metrics() = default;
+  virtual ~Metrics() = default;
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
   // The port `/metrics` listens on (the chosen one when Options.port was
   // 0); 0 without serve_http.
-  int port() const { return port_; }
+  virtual int port() const = 0;
 
   // One answered call: `duration` from its start to its answer. An empty
   // `model` means the call used none (recorded as "(none)").
-  void RecordRequest(absl::string_view model, absl::string_view method,
-                     absl::StatusCode code, absl::Duration duration);
+  virtual void RecordRequest(absl::string_view model, absl::string_view method,
+                             absl::StatusCode code,
+                             absl::Duration duration) = 0;
   // One request's wait from admission to the start of its batch.
-  void RecordQueue(absl::string_view model, absl::Duration duration);
+  virtual void RecordQueue(absl::string_view model,
+                           absl::Duration duration) = 0;
   // One batch's computation.
-  void RecordCompute(absl::string_view model, absl::Duration duration);
+  virtual void RecordCompute(absl::string_view model,
+                             absl::Duration duration) = 0;
   // One batch's size, in requests and in tokens.
-  void RecordBatch(absl::string_view model, int64_t num_requests,
-                   int64_t num_tokens);
+  virtual void RecordBatch(absl::string_view model, int64_t num_requests,
+                           int64_t num_tokens) = 0;
   // One input's length in tokens (after truncation).
-  void RecordInputLength(absl::string_view model, int64_t num_tokens);
+  virtual void RecordInputLength(absl::string_view model,
+                                 int64_t num_tokens) = 0;
   // Requests now waiting in the model's queue.
-  void SetQueueDepth(absl::string_view model, int64_t num_requests);
+  virtual void SetQueueDepth(absl::string_view model, int64_t num_requests) = 0;
   // Tokens computed successfully.
-  void AddTokens(absl::string_view model, int64_t num_tokens);
+  virtual void AddTokens(absl::string_view model, int64_t num_tokens) = 0;
   // Publishes favor_model_info{model, version, kernel, device} = 1,
   // replacing the model's earlier info series. Not for the request path.
-  void SetModelInfo(absl::string_view model, absl::string_view version,
-                    absl::string_view kernel, absl::string_view device);
+  virtual void SetModelInfo(absl::string_view model, absl::string_view version,
+                            absl::string_view kernel,
+                            absl::string_view device) = 0;
 
   // Counts a call in favor_requests_in_flight{method} while it lives.
   class InFlightGuard {
@@ -119,51 +122,21 @@ class Metrics {
 
    private:
     friend class Metrics;
-    explicit InFlightGuard(prometheus::Gauge* gauge);
-    prometheus::Gauge* gauge_;  // Null once moved from.
+    InFlightGuard(Metrics* metrics, int key);
+    Metrics* metrics_;  // Null once moved from.
+    int key_;
   };
   [[nodiscard]] InFlightGuard TrackInFlight(absl::string_view method);
 
   // The text exposition format, as a scrape of `/metrics` returns it.
-  std::string SerializeText() const;
+  virtual std::string SerializeText() const = 0;
 
   // Implementation details follow.
  private:
-  struct Families;
-  struct ModelSeries;
-  struct RequestSeries;
-
-  Metrics();
-  absl::Status Build(const Options& options);
-  void BuildFamilies();
-  absl::Status BuildModelSeries(const Options& options);
-  std::unique_ptr<ModelSeries> NewModelSeries(const std::string& label);
-  absl::Status StartHttp(const Options& options);
-  ModelSeries& SeriesOf(absl::string_view model) const;
-  int MethodIndex(absl::string_view method) const;
-  // The {model, method, code} series, created on first use; null if
-  // prometheus-cpp could not create them.
-  const RequestSeries* RequestSeriesOf(ModelSeries& model, int method_index,
-                                       int code_index);
-
-  std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<Families> families_;
-  // Built by Create(), read-only afterwards: lookups need no lock.
-  absl::flat_hash_map<std::string, std::unique_ptr<ModelSeries>> models_;
-  ModelSeries* no_model_ = nullptr;        // "(none)"
-  ModelSeries* other_model_ = nullptr;     // "(other)"
-  std::vector<std::string> method_names_;  // Last: "(other)".
-  absl::flat_hash_map<std::string, int> method_index_;
-  std::vector<prometheus::Gauge*> in_flight_;  // By method index.
-
-  absl::Mutex model_info_mutex_;
-  absl::flat_hash_map<std::string, prometheus::Gauge*> model_info_
-      ABSL_GUARDED_BY(model_info_mutex_);
-
-  // Declared last so that it is destroyed first: no scrape can run while the
-  // families go away.
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  int port_ = 0;
+  // TrackInFlight's two halves: counts one more call of `method` and
+  // returns a key that EndInFlight, run by the guard, gets back.
+  virtual int StartInFlight(absl::string_view method) = 0;
+  virtual void EndInFlight(int key) = 0;
 };
 
 }  // namespace favor::metrics

@@ -102,12 +102,21 @@ absl::Status BearerAuthService::Authenticate(
       absl::string_view(it->second.data(), it->second.size()), tokens_);
 }
 
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* BearerAuthService::AuthenticatedUnary(
+    grpc::CallbackServerContext* context, const Request* request,
+    Response* response,
+    grpc::ServerUnaryReactor* (FavorService::*handler)(
+        grpc::CallbackServerContext*, const Request*, Response*)) {
+  absl::Status status = Authenticate(context);
+  if (!status.ok()) return Deny(context, status);
+  return (inner_->*handler)(context, request, response);
+}
+
 grpc::ServerUnaryReactor* BearerAuthService::Embed(
     grpc::CallbackServerContext* context, const v1::EmbedRequest* request,
     v1::EmbedResponse* response) {
-  absl::Status status = Authenticate(context);
-  if (!status.ok()) return Deny(context, status);
-  return inner_->Embed(context, request, response);
+  return AuthenticatedUnary(context, request, response, &FavorService::Embed);
 }
 
 grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
@@ -120,25 +129,21 @@ BearerAuthService::EmbedStream(grpc::CallbackServerContext* context) {
 grpc::ServerUnaryReactor* BearerAuthService::Attend(
     grpc::CallbackServerContext* context, const v1::AttendRequest* request,
     v1::AttendResponse* response) {
-  absl::Status status = Authenticate(context);
-  if (!status.ok()) return Deny(context, status);
-  return inner_->Attend(context, request, response);
+  return AuthenticatedUnary(context, request, response, &FavorService::Attend);
 }
 
 grpc::ServerUnaryReactor* BearerAuthService::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
-  absl::Status status = Authenticate(context);
-  if (!status.ok()) return Deny(context, status);
-  return inner_->ListModels(context, request, response);
+  return AuthenticatedUnary(context, request, response,
+                            &FavorService::ListModels);
 }
 
 grpc::ServerUnaryReactor* BearerAuthService::GetModel(
     grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
     v1::GetModelResponse* response) {
-  absl::Status status = Authenticate(context);
-  if (!status.ok()) return Deny(context, status);
-  return inner_->GetModel(context, request, response);
+  return AuthenticatedUnary(context, request, response,
+                            &FavorService::GetModel);
 }
 
 }  // namespace favor::service

@@ -58,6 +58,14 @@ class BearerAuthService final : public v1::Favor::CallbackService {
   // Implementation details follow.
  private:
   absl::Status Authenticate(const grpc::CallbackServerContext* context) const;
+  // The wrapped service's `handler` when `context` carries a valid token,
+  // else a reactor already finished UNAUTHENTICATED.
+  template <typename Request, typename Response>
+  grpc::ServerUnaryReactor* AuthenticatedUnary(
+      grpc::CallbackServerContext* context, const Request* request,
+      Response* response,
+      grpc::ServerUnaryReactor* (FavorService::*handler)(
+          grpc::CallbackServerContext*, const Request*, Response*));
 
   FavorService* const inner_;
   const std::vector<std::string> tokens_;

@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
-#include "glog/logging.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
+#include "server/service/embed_gather.h"
 #include "server/service/model_info.h"
-#include "server/service/tensor_codec.h"
+#include "server/service/server_timing.h"
 #include "server/service/unary_call.h"
 
 namespace favor::service {
@@ -21,87 +19,6 @@ batching::Priority PriorityOf(v1::Priority priority) {
   return priority == v1::PRIORITY_HIGH ? batching::Priority::kHigh
                                        : batching::Priority::kNormal;
 }
-
-void SetTiming(absl::Duration queue, absl::Duration compute,
-               v1::ServerTiming* timing) {
-  timing->set_queue_time_micros(
-      std::max(timing->queue_time_micros(), absl::ToInt64Microseconds(queue)));
-  timing->set_compute_time_micros(std::max(timing->compute_time_micros(),
-                                           absl::ToInt64Microseconds(compute)));
-}
-
-// Collects the answers of one Embed call's inputs and answers the call when
-// the last one is in. The first failure wins and cancels the other inputs.
-class EmbedGather {
- public:
-  EmbedGather(absl::AnyInvocable<void(absl::Status)> done,
-              std::shared_ptr<batching::CancellationFlag> cancellation,
-              batching::Batcher* batcher, v1::EmbedResponse* response,
-              int num_inputs, const ResolvedEmbedOptions& options, int64_t dim)
-      : done_(std::move(done)),
-        cancellation_(std::move(cancellation)),
-        batcher_(batcher),
-        response_(response),
-        options_(options),
-        dim_(dim),
-        remaining_(num_inputs) {}
-
-  void InputDone(int index, const EmbedWork& work, const absl::Status& status) {
-    bool cancel = false;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!status.ok() && status_.ok()) {
-        status_ = status;
-        cancel = true;
-      } else if (status_.ok()) {
-        Write(index, work);
-      }
-    }
-    if (cancel) {
-      cancellation_->Cancel();
-      batcher_->NotifyCancelled();
-    }
-    Release(1);
-  }
-
-  // `count` inputs will never be computed (an earlier one was refused).
-  void Release(int count) {
-    absl::Status answer;
-    {
-      absl::MutexLock lock(&mu_);
-      remaining_ -= count;
-      if (remaining_ > 0) return;
-      answer = status_;
-    }
-    std::move(done_)(answer);
-  }
-
- private:
-  void Write(int index, const EmbedWork& work)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    v1::Embedding* embedding = response_->mutable_embeddings(index);
-    embedding->mutable_values()->Add(work.pooled.begin(), work.pooled.end());
-    if (options_.include_token_embeddings) {
-      v1::Tensor* tensor = embedding->mutable_token_embeddings();
-      tensor->add_shape(work.num_token_rows);
-      tensor->add_shape(dim_);
-      tensor->set_dtype(options_.token_embeddings_dtype);
-      EncodeFloats(work.token_rows, options_.token_embeddings_dtype,
-                   tensor->mutable_data());
-    }
-    SetTiming(work.queue_time, work.compute_time, response_->mutable_timing());
-  }
-
-  absl::AnyInvocable<void(absl::Status)> done_;
-  const std::shared_ptr<batching::CancellationFlag> cancellation_;
-  batching::Batcher* const batcher_;
-  v1::EmbedResponse* const response_;
-  const ResolvedEmbedOptions options_;
-  const int64_t dim_;
-  absl::Mutex mu_;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  int remaining_ ABSL_GUARDED_BY(mu_);
-};
 
 }  // namespace
 
@@ -120,7 +37,7 @@ batching::Batcher::Options FavorService::DefaultAttendBatching() {
 FavorService::FavorService(const Options& options, metrics::Metrics* metrics,
                            batching::Clock* clock)
     : options_(options),
-      metrics_(metrics),
+      metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
       clock_(clock != nullptr ? clock : batching::RealClock::Get()) {}
 
 absl::StatusOr<std::unique_ptr<FavorService>> FavorService::Create(
@@ -155,10 +72,8 @@ absl::Status FavorService::AddModel(const model::Model* model) {
   entry->limits = LimitsFor(model->description(), options_.max_inputs_per_call,
                             options_.max_tokens_per_call);
   entry->runner = std::make_unique<EmbedRunner>(model, clock_);
-  if (metrics_ != nullptr) {
-    entry->observer =
-        std::make_unique<metrics::BatcherMetrics>(metrics_, model->name());
-  }
+  entry->observer =
+      std::make_unique<metrics::BatcherMetrics>(metrics_, model->name());
   batching::Batcher::Options batching = options_.embed_batching;
   batching.model_name = model->name();
   ASSIGN_OR_RETURN(entry->batcher,
@@ -228,25 +143,40 @@ absl::Status FavorService::CheckServing() const {
       "server is shutting down; retry on another replica");
 }
 
-grpc::ServerUnaryReactor* FavorService::Embed(
-    grpc::CallbackServerContext* context, const v1::EmbedRequest* request,
-    v1::EmbedResponse* response) {
-  auto* call = new UnaryCall(context, metrics_, metrics::kMethodEmbed);
+template <typename Start>
+grpc::ServerUnaryReactor* FavorService::StartUnary(
+    grpc::CallbackServerContext* context, absl::string_view method,
+    Start start) {
+  auto* call = new UnaryCall(context, metrics_, method);
   absl::Status status = CheckServing();
-  if (status.ok()) status = StartEmbed(call, *request, response);
+  if (status.ok()) status = start(call);
   if (!status.ok()) call->Answer(status);
   return call;
 }
 
-absl::Status FavorService::StartEmbed(UnaryCall* call,
-                                      const v1::EmbedRequest& request,
-                                      v1::EmbedResponse* response) {
+grpc::ServerUnaryReactor* FavorService::Embed(
+    grpc::CallbackServerContext* context, const v1::EmbedRequest* request,
+    v1::EmbedResponse* response) {
+  return StartUnary(context, metrics::kMethodEmbed, [&](UnaryCall* call) {
+    auto on_model = [call](absl::string_view model,
+                           batching::Batcher* batcher) {
+      call->set_model(model);
+      call->WatchBatcher(batcher);
+    };
+    return StartEmbed(
+        *request, call->deadline(), call->cancellation(), on_model,
+        [call](absl::Status status) { call->Answer(status); }, response);
+  });
+}
+
+absl::Status FavorService::StartEmbed(
+    const v1::EmbedRequest& request, absl::Time deadline,
+    std::shared_ptr<batching::CancellationFlag> cancellation, OnModel on_model,
+    absl::AnyInvocable<void(absl::Status)> done, v1::EmbedResponse* response) {
   ASSIGN_OR_RETURN(PreparedEmbed prepared, PrepareEmbed(request, response));
-  call->set_model(prepared.entry->model->name());
-  call->WatchBatcher(prepared.entry->batcher.get());
-  EnqueueEmbed(
-      std::move(prepared), call->deadline(), call->cancellation(),
-      [call](absl::Status status) { call->Answer(status); }, response);
+  on_model(prepared.entry->model->name(), prepared.entry->batcher.get());
+  EnqueueEmbed(std::move(prepared), deadline, std::move(cancellation),
+               std::move(done), response);
   return absl::OkStatus();
 }
 
@@ -297,9 +227,7 @@ void FavorService::EnqueueEmbed(
     request->deadline = deadline;
     request->cancellation = cancellation;
     request->payload = work;
-    if (metrics_ != nullptr) {
-      metrics_->RecordInputLength(entry->model->name(), request->num_tokens);
-    }
+    metrics_->RecordInputLength(entry->model->name(), request->num_tokens);
     if (!entry->batcher->Enqueue(std::move(request)).ok()) {
       gather->Release(num_inputs - i - 1);
       break;
@@ -309,7 +237,6 @@ void FavorService::EnqueueEmbed(
 }
 
 void FavorService::RecordQueueDepth(const ModelEntry& entry) const {
-  if (metrics_ == nullptr) return;
   metrics_->SetQueueDepth(entry.model->name(),
                           entry.batcher->NumQueuedRequests());
 }
@@ -317,11 +244,9 @@ void FavorService::RecordQueueDepth(const ModelEntry& entry) const {
 grpc::ServerUnaryReactor* FavorService::Attend(
     grpc::CallbackServerContext* context, const v1::AttendRequest* request,
     v1::AttendResponse* response) {
-  auto* call = new UnaryCall(context, metrics_, metrics::kMethodAttend);
-  absl::Status status = CheckServing();
-  if (status.ok()) status = StartAttend(call, *request, response);
-  if (!status.ok()) call->Answer(status);
-  return call;
+  return StartUnary(context, metrics::kMethodAttend, [&](UnaryCall* call) {
+    return StartAttend(call, *request, response);
+  });
 }
 
 absl::Status FavorService::StartAttend(UnaryCall* call,
@@ -335,8 +260,8 @@ absl::Status FavorService::StartAttend(UnaryCall* call,
   auto queued =
       std::make_unique<batching::Request>([call, work](absl::Status status) {
         if (status.ok()) {
-          SetTiming(work->queue_time, work->compute_time,
-                    work->response->mutable_timing());
+          MergeServerTiming(work->queue_time, work->compute_time,
+                            work->response->mutable_timing());
         }
         call->Answer(status);
       });
@@ -354,33 +279,32 @@ absl::Status FavorService::StartAttend(UnaryCall* call,
 grpc::ServerUnaryReactor* FavorService::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
-  auto* call = new UnaryCall(context, metrics_, metrics::kMethodListModels);
-  absl::Status status = CheckServing();
-  if (status.ok()) {
+  return StartUnary(context, metrics::kMethodListModels, [&](UnaryCall* call) {
     for (const auto& [name, entry] : models_) {
       *response->add_models() = entry->info;
     }
     response->set_default_model(default_model_);
-  }
-  call->Answer(status);
-  return call;
+    call->Answer(absl::OkStatus());
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* FavorService::GetModel(
     grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
     v1::GetModelResponse* response) {
-  auto* call = new UnaryCall(context, metrics_, metrics::kMethodGetModel);
-  absl::Status status = CheckServing();
-  if (status.ok()) {
-    absl::StatusOr<ModelEntry*> entry = FindModel(request->model());
-    status = entry.status();
-    if (entry.ok()) {
-      call->set_model((*entry)->model->name());
-      *response->mutable_model() = (*entry)->info;
-    }
-  }
-  call->Answer(status);
-  return call;
+  return StartUnary(context, metrics::kMethodGetModel, [&](UnaryCall* call) {
+    ASSIGN_OR_RETURN(ModelEntry * entry, FindModel(request->model()));
+    call->set_model(entry->model->name());
+    *response->mutable_model() = entry->info;
+    call->Answer(absl::OkStatus());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
+FavorService::EmbedStream(grpc::CallbackServerContext* context) {
+  return new EmbedStreamCall(context, this, metrics_,
+                             options_.max_stream_messages_in_flight);
 }
 
 }  // namespace favor::service

@@ -6,11 +6,12 @@
 //
 // Embed: one Request per input, into the model's Batcher, whose EmbedRunner
 // packs each batch into one Model::Embed call. The call is answered when all
-// of its inputs are; the first failure answers it and drops its other
-// inputs. Attend: one Request per call into the Attend batcher (one request
-// per batch), whose AttendRunner runs the attention library.
-// ListModels / GetModel answer at once from the models' descriptions and
-// the limits in Options.
+// of its inputs are (embed_gather.h); the first failure answers it and drops
+// its other inputs. EmbedStream: a reactor of its own (embed_stream_call.h)
+// that starts each message through the same StartEmbed. Attend: one Request per
+// call into the Attend batcher (one request per batch), whose AttendRunner runs
+// the attention library. ListModels / GetModel answer at once from the models'
+// descriptions and the limits in Options.
 //
 // Draining: after StartDraining() every new call is answered UNAVAILABLE;
 // Shutdown() also drains the batchers (queued work still runs, until the
@@ -41,13 +42,15 @@
 #include "server/service/attend_runner.h"
 #include "server/service/attend_validation.h"
 #include "server/service/embed_runner.h"
+#include "server/service/embed_stream_call.h"
 #include "server/service/embed_validation.h"
 
 namespace favor::service {
 
 class UnaryCall;
 
-class FavorService final : public v1::Favor::CallbackService {
+class FavorService final : public v1::Favor::CallbackService,
+                           private EmbedStreamCall::Service {
  public:
   // The Attend batcher's defaults: one request per batch, no waiting for
   // company, cost counted as batch × (query_length + key_length).
@@ -75,9 +78,9 @@ class FavorService final : public v1::Favor::CallbackService {
   };
 
   // Starts one Batcher per model and the Attend batcher. `models` (at least
-  // one, distinct names), `metrics` (may be null) and `clock` (null:
-  // RealClock) must outlive the service. INVALID_ARGUMENT for bad options or
-  // an unknown default_model.
+  // one, distinct names), `metrics` (null: metrics::Metrics::Noop()) and
+  // `clock` (null: RealClock) must outlive the service. INVALID_ARGUMENT for
+  // bad options or an unknown default_model.
   static absl::StatusOr<std::unique_ptr<FavorService>> Create(
       const Options& options, const std::vector<const model::Model*>& models,
       metrics::Metrics* metrics, batching::Clock* clock = nullptr);
@@ -123,18 +126,29 @@ class FavorService final : public v1::Favor::CallbackService {
     std::unique_ptr<batching::Batcher> batcher;  // last: destroyed first
   };
 
-  class EmbedStreamCall;  // embed_stream_call.cc
-
   FavorService(const Options& options, metrics::Metrics* metrics,
                batching::Clock* clock);
   absl::Status AddModel(const model::Model* model);
   absl::Status ChooseDefaultModel();
   absl::Status StartAttendBatcher();
 
+  // The reactor of a unary call of `method`: unless the service drains,
+  // runs `start` on it, whose OK means that the call is answered or will
+  // be; an error from either is answered at once.
+  template <typename Start>
+  grpc::ServerUnaryReactor* StartUnary(grpc::CallbackServerContext* context,
+                                       absl::string_view method, Start start);
+
   absl::StatusOr<ModelEntry*> FindModel(absl::string_view name);
-  absl::Status CheckServing() const;
-  absl::Status StartEmbed(UnaryCall* call, const v1::EmbedRequest& request,
-                          v1::EmbedResponse* response);
+
+  // EmbedStreamCall::Service, also the unary Embed's path.
+  absl::Status CheckServing() const override;
+  absl::Status StartEmbed(
+      const v1::EmbedRequest& request, absl::Time deadline,
+      std::shared_ptr<batching::CancellationFlag> cancellation,
+      OnModel on_model, absl::AnyInvocable<void(absl::Status)> done,
+      v1::EmbedResponse* response) override;
+
   // An Embed call checked and resolved, ready for EnqueueEmbed.
   struct PreparedEmbed {
     ModelEntry* entry = nullptr;
@@ -146,9 +160,7 @@ class FavorService final : public v1::Favor::CallbackService {
   // computing (model, token counts).
   absl::StatusOr<PreparedEmbed> PrepareEmbed(const v1::EmbedRequest& request,
                                              v1::EmbedResponse* response);
-  // One batching::Request per input; `done` runs exactly once, when every
-  // input is answered (the first failure wins and sets `cancellation` to
-  // drop the others). `response` must live until then.
+  // StartEmbed's queueing half (see there).
   void EnqueueEmbed(PreparedEmbed prepared, absl::Time deadline,
                     std::shared_ptr<batching::CancellationFlag> cancellation,
                     absl::AnyInvocable<void(absl::Status)> done,
@@ -158,7 +170,7 @@ class FavorService final : public v1::Favor::CallbackService {
                            v1::AttendResponse* response);
 
   const Options options_;
-  metrics::Metrics* const metrics_;  // May be null.
+  metrics::Metrics* const metrics_;  // Never null.
   batching::Clock* const clock_;
   std::atomic<bool> draining_{false};
   std::string default_model_;

@@ -12,9 +12,8 @@ UnaryCall::UnaryCall(grpc::CallbackServerContext* context,
       metrics_(metrics),
       method_(method),
       start_(absl::Now()),
-      cancellation_(std::make_shared<batching::CancellationFlag>()) {
-  if (metrics_ != nullptr) in_flight_.emplace(metrics_->TrackInFlight(method));
-}
+      in_flight_(metrics->TrackInFlight(method)),
+      cancellation_(std::make_shared<batching::CancellationFlag>()) {}
 
 absl::Time UnaryCall::deadline() const { return DeadlineOf(*context_); }
 
@@ -28,10 +27,7 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
 
 void UnaryCall::Answer(const absl::Status& status) {
   if (answered_.exchange(true)) return;
-  if (metrics_ != nullptr) {
-    metrics_->RecordRequest(model_, method_, status.code(),
-                            absl::Now() - start_);
-  }
+  metrics_->RecordRequest(model_, method_, status.code(), absl::Now() - start_);
   in_flight_.reset();
   Finish(ToGrpcStatus(status, context_));
 }

@@ -32,7 +32,8 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context);
 
 class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
-  // `metrics` may be null; it must outlive the call.
+  // `metrics` (not null; Metrics::Noop() records nothing) must outlive the
+  // call.
   UnaryCall(grpc::CallbackServerContext* context, metrics::Metrics* metrics,
             absl::string_view method);
 
@@ -60,6 +61,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   const std::string method_;
   std::string model_;
   const absl::Time start_;
+  // Reset when the call is answered, not when gRPC lets the reactor go.
   std::optional<metrics::Metrics::InFlightGuard> in_flight_;
   std::shared_ptr<batching::CancellationFlag> cancellation_;
   std::atomic<batching::Batcher*> batcher_{nullptr};

@@ -1,6 +1,8 @@
 // The service over real gRPC on loopback: edge validation, results against
 // direct Model::Embed calls under concurrency, deadlines, cancellation, a
-// full queue, draining, model descriptions, Attend and the /metrics scrape.
+// full queue, draining, model descriptions, Attend and a service without
+// metrics. EmbedStream: embed_stream_call_test.cc; the /metrics scrape:
+// metrics_http_server_test.cc.
 #include "server/service/favor_service.h"
 
 #include <chrono>
@@ -18,87 +20,16 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/metrics/metric_names.h"
-#include "server/service/metrics_http_server.h"
 #include "server/service/status_mapping.h"
-#include "tests/metrics/scrape.h"
+#include "tests/service/fake_service_fixture.h"
 #include "tests/service/test_server.h"
 
 namespace favor::service {
 namespace {
 
-using ::favor::service::testing::FakeModel;
 using ::favor::service::testing::TestServer;
+using ::favor::service::testing::TestServerOptions;
 using ::testing::HasSubstr;
-
-v1::EmbedRequest EmbedOf(const std::vector<std::vector<uint32_t>>& inputs) {
-  v1::EmbedRequest request;
-  for (const auto& ids : inputs) {
-    request.add_inputs()->mutable_token_ids()->Add(ids.begin(), ids.end());
-  }
-  return request;
-}
-
-v1::Tensor TensorOf(std::vector<int64_t> shape, const std::vector<float>& v) {
-  v1::Tensor tensor;
-  tensor.mutable_shape()->Add(shape.begin(), shape.end());
-  tensor.set_dtype(v1::DTYPE_FLOAT32);
-  tensor.set_data(std::string(reinterpret_cast<const char*>(v.data()),
-                              v.size() * sizeof(float)));
-  return tensor;
-}
-
-std::vector<float> FloatsOf(const v1::Tensor& tensor) {
-  std::vector<float> values(tensor.data().size() / sizeof(float));
-  std::memcpy(values.data(), tensor.data().data(), tensor.data().size());
-  return values;
-}
-
-// Q = K = 0 (every key weighs the same), V (1, 1, 4, 2) with rows 0..3.
-v1::AttendRequest UniformAttend(absl::string_view kernel) {
-  v1::AttendRequest request;
-  *request.mutable_query() = TensorOf({1, 1, 4, 2}, std::vector<float>(8, 0));
-  *request.mutable_key() = TensorOf({1, 1, 4, 2}, std::vector<float>(8, 0));
-  *request.mutable_value() =
-      TensorOf({1, 1, 4, 2}, {0, 0, 1, 10, 2, 20, 3, 30});
-  request.set_kernel(std::string(kernel));
-  request.set_num_random_features(8);
-  return request;
-}
-
-grpc::Status CallEmbed(v1::Favor::Stub& stub, const v1::EmbedRequest& request,
-                       v1::EmbedResponse* response = nullptr,
-                       absl::Duration timeout = absl::Seconds(30)) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoMilliseconds(timeout));
-  v1::EmbedResponse ignored;
-  return stub.Embed(&context, request, response ? response : &ignored);
-}
-
-grpc::Status CallAttend(v1::Favor::Stub& stub, const v1::AttendRequest& request,
-                        v1::AttendResponse* response = nullptr) {
-  grpc::ClientContext context;
-  v1::AttendResponse ignored;
-  return stub.Attend(&context, request, response ? response : &ignored);
-}
-
-class FakeServiceTest : public ::testing::Test {
- protected:
-  FakeServiceTest() : model_("fake") {}
-
-  void Start() { Start(FavorService::Options()); }
-  void Start(FavorService::Options options) {
-    options.max_inputs_per_call = 4;
-    options.max_tokens_per_call = 100;
-    server_ = std::make_unique<TestServer>(
-        options, std::vector<const model::Model*>{&model_});
-  }
-  void TearDown() override { model_.Release(); }
-
-  FakeModel model_;
-  std::unique_ptr<TestServer> server_;
-};
 
 struct BadEmbed {
   const char* name;
@@ -350,91 +281,6 @@ TEST_F(FakeServiceTest, FullQueueIsResourceExhaustedWithARetryHint) {
   EXPECT_GE(exhausted, 3);
 }
 
-TEST_F(FakeServiceTest, EmbedStreamAnswersEveryMessageByItsId) {
-  Start();
-  grpc::ClientContext context;
-  auto stream = server_->stub().EmbedStream(&context);
-  for (int i = 0; i < 6; ++i) {
-    v1::EmbedStreamRequest message;
-    message.set_request_id(absl::StrCat("m", i));
-    // Message 3 is bad (empty sequence); 5 names an unknown model.
-    *message.mutable_request() =
-        i == 3 ? EmbedOf({{}}) : EmbedOf({{static_cast<uint32_t>(i), 1}});
-    if (i == 5) message.mutable_request()->set_model("nope");
-    ASSERT_TRUE(stream->Write(message));
-  }
-  stream->WritesDone();
-  std::map<std::string, v1::EmbedStreamResponse> answers;
-  v1::EmbedStreamResponse answer;
-  while (stream->Read(&answer)) answers[answer.request_id()] = answer;
-  ASSERT_TRUE(stream->Finish().ok());
-  ASSERT_EQ(answers.size(), 6u);
-  for (int i : {0, 1, 2, 4}) {
-    const v1::EmbedStreamResponse& a = answers[absl::StrCat("m", i)];
-    ASSERT_TRUE(a.has_response()) << i;
-    EXPECT_EQ(a.response().embeddings(0).values(0), i + 1);  // sum of ids
-  }
-  EXPECT_EQ(answers["m3"].error().code(), grpc::INVALID_ARGUMENT);
-  EXPECT_THAT(answers["m3"].error().message(),
-              HasSubstr("inputs[0].token_ids is empty"));
-  EXPECT_EQ(answers["m5"].error().code(), grpc::NOT_FOUND);
-}
-
-TEST_F(FakeServiceTest, EmbedStreamBackpressureLosesNothing) {
-  FavorService::Options options;
-  options.max_stream_messages_in_flight = 2;
-  Start(options);
-  grpc::ClientContext context;
-  auto stream = server_->stub().EmbedStream(&context);
-  constexpr int kMessages = 40;
-  std::thread writer([&] {
-    for (int i = 0; i < kMessages; ++i) {
-      v1::EmbedStreamRequest message;
-      message.set_request_id(absl::StrCat(i));
-      *message.mutable_request() = EmbedOf({{static_cast<uint32_t>(i % 90)}});
-      ASSERT_TRUE(stream->Write(message));
-    }
-    stream->WritesDone();
-  });
-  std::set<std::string> ids;
-  v1::EmbedStreamResponse answer;
-  while (stream->Read(&answer)) {
-    ASSERT_TRUE(answer.has_response()) << answer.error().message();
-    EXPECT_EQ(answer.response().embeddings(0).values(0),
-              std::stoi(answer.request_id()) % 90);
-    ids.insert(answer.request_id());
-  }
-  writer.join();
-  EXPECT_TRUE(stream->Finish().ok());
-  EXPECT_EQ(ids.size(), static_cast<size_t>(kMessages));
-}
-
-TEST_F(FakeServiceTest, CancelledStreamDropsItsQueuedWork) {
-  Start();
-  model_.Hold();
-  std::thread first(
-      [&] { EXPECT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok()); });
-  model_.WaitForCalls(1);
-  {
-    grpc::ClientContext context;
-    auto stream = server_->stub().EmbedStream(&context);
-    for (int i = 0; i < 3; ++i) {
-      v1::EmbedStreamRequest message;
-      *message.mutable_request() = EmbedOf({{2}});
-      ASSERT_TRUE(stream->Write(message));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    context.TryCancel();
-    EXPECT_EQ(stream->Finish().error_code(), grpc::CANCELLED);
-  }
-  // As in CancelledCallIsDropped: let the server see the RST_STREAM.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  model_.Release();
-  first.join();
-  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{3}})).ok());
-  EXPECT_EQ(model_.sequences(), 2);
-}
-
 TEST_F(FakeServiceTest, DrainingRefusesNewCalls) {
   Start();
   ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok());
@@ -449,6 +295,37 @@ TEST_F(FakeServiceTest, DrainingRefusesNewCalls) {
                 .ListModels(&context, v1::ListModelsRequest(), &models)
                 .error_code(),
             grpc::UNAVAILABLE);
+}
+
+// Given no Metrics, the service records into Metrics::Noop(): every method
+// still answers.
+TEST_F(FakeServiceTest, ServesEveryMethodWithoutMetrics) {
+  TestServerOptions server_options;
+  server_options.metrics = false;
+  Start(FavorService::Options(), server_options);
+  v1::EmbedResponse response;
+  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1, 2}}), &response).ok());
+  EXPECT_EQ(response.embeddings(0).values(0), 3);
+  EXPECT_TRUE(CallAttend(server_->stub(), UniformAttend("softmax")).ok());
+  grpc::ClientContext list_context;
+  v1::ListModelsResponse list;
+  EXPECT_TRUE(server_->stub()
+                  .ListModels(&list_context, v1::ListModelsRequest(), &list)
+                  .ok());
+  grpc::ClientContext get_context;
+  v1::GetModelResponse got;
+  EXPECT_TRUE(
+      server_->stub().GetModel(&get_context, v1::GetModelRequest(), &got).ok());
+  grpc::ClientContext stream_context;
+  auto stream = server_->stub().EmbedStream(&stream_context);
+  v1::EmbedStreamRequest message;
+  *message.mutable_request() = EmbedOf({{4}});
+  ASSERT_TRUE(stream->Write(message));
+  stream->WritesDone();
+  v1::EmbedStreamResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_TRUE(answer.has_response()) << answer.error().message();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 TEST_F(FakeServiceTest, ModelsAndTheirLimits) {
@@ -504,44 +381,6 @@ TEST_F(FakeServiceTest, AttendWithUniformWeightsAveragesTheValues) {
   ASSERT_TRUE(CallAttend(server_->stub(), masked, &response).ok());
   EXPECT_NEAR(FloatsOf(response.output())[1], 5, 1e-2);
   EXPECT_EQ(response.num_features(), 8);
-}
-
-TEST_F(FakeServiceTest, MetricsScrapeHasEveryFamily) {
-  Start();
-  auto http =
-      MetricsHttpServer::Create({"127.0.0.1", 0, 5000}, &server_->metrics());
-  ASSERT_TRUE(http.ok()) << http.status();
-  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1, 2}})).ok());
-  ASSERT_TRUE(CallAttend(server_->stub(), UniformAttend("softmax")).ok());
-  server_->metrics().SetModelInfo("fake", "fake-1", "favor+", "cpu");
-  auto scraped = metrics::scrape::HttpGet((*http)->port(), "/metrics");
-  ASSERT_TRUE(scraped.ok()) << scraped.status();
-  EXPECT_EQ(scraped->status_code, 200);
-  for (absl::string_view family :
-       {metrics::kRequestDurationSeconds, metrics::kQueueDurationSeconds,
-        metrics::kComputeDurationSeconds, metrics::kBatchSizeRequests,
-        metrics::kBatchSizeTokens, metrics::kInputLengthTokens,
-        metrics::kQueueDepth, metrics::kRequestsInFlight, metrics::kModelInfo,
-        metrics::kRequestsTotal, metrics::kTokensProcessedTotal}) {
-    EXPECT_NE(scraped->body.find(absl::StrCat("# TYPE ", family, " ")),
-              std::string::npos)
-        << family;
-  }
-  EXPECT_EQ(metrics::scrape::FindSample(
-                scraped->body, metrics::kRequestsTotal,
-                {{"model", "fake"}, {"method", "Embed"}, {"code", "OK"}}),
-            1);
-  EXPECT_EQ(metrics::scrape::FindSample(
-                scraped->body, metrics::kRequestsTotal,
-                {{"model", "(none)"}, {"method", "Attend"}, {"code", "OK"}}),
-            1);
-  EXPECT_EQ(
-      metrics::scrape::FindSample(scraped->body, metrics::kTokensProcessedTotal,
-                                  {{"model", "fake"}}),
-      2);
-  auto missing = metrics::scrape::HttpGet((*http)->port(), "/other");
-  ASSERT_TRUE(missing.ok());
-  EXPECT_EQ(missing->status_code, 404);
 }
 
 // A real (small, random) model: many concurrent clients, each answer checked

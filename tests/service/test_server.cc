@@ -115,12 +115,14 @@ std::unique_ptr<model::Model> LoadSmallRandomModel(
 TestServer::TestServer(const FavorService::Options& options,
                        const std::vector<const model::Model*>& models,
                        const TestServerOptions& server_options) {
-  metrics::Metrics::Options metrics_options;
-  metrics_options.serve_http = false;
-  for (const model::Model* model : models) {
-    metrics_options.models.push_back(model->name());
+  if (server_options.metrics) {
+    metrics::Metrics::Options metrics_options;
+    metrics_options.serve_http = false;
+    for (const model::Model* model : models) {
+      metrics_options.models.push_back(model->name());
+    }
+    metrics_ = *metrics::Metrics::Create(metrics_options);
   }
-  metrics_ = *metrics::Metrics::Create(metrics_options);
   auto service = FavorService::Create(options, models, metrics_.get());
   CHECK(service.ok()) << service.status();
   service_ = *std::move(service);

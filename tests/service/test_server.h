@@ -69,9 +69,13 @@ struct TestServerOptions {
   std::shared_ptr<grpc::ServerCredentials> credentials;
   // Serve grpc.health.v1.Health (SERVING).
   bool health = false;
+  // False: the service is given no Metrics (it records into
+  // Metrics::Noop()), and TestServer::metrics() must not be called.
+  bool metrics = true;
 };
 
-// A FavorService on 127.0.0.1:<free port>, with Metrics (no HTTP).
+// A FavorService on 127.0.0.1:<free port>, with Metrics (no HTTP) unless
+// told otherwise.
 class TestServer {
  public:
   TestServer(const FavorService::Options& options,

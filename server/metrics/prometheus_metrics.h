@@ -1,0 +1,101 @@
+// The Prometheus implementation of Metrics (metrics.h), which
+// Metrics::Create() builds: prometheus-cpp families, their per-model series
+// and, with Options.serve_http, civetweb's Exposer serving `/metrics`.
+// Internal to favor_metrics: callers hold it as a Metrics.
+#ifndef FAVOR_SERVER_METRICS_PROMETHEUS_METRICS_H_
+#define FAVOR_SERVER_METRICS_PROMETHEUS_METRICS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/metrics/metrics.h"
+
+namespace prometheus {
+class Counter;
+class Exposer;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace favor::metrics {
+
+class PrometheusMetrics final : public Metrics {
+ public:
+  // See Metrics::Create.
+  static absl::StatusOr<std::unique_ptr<PrometheusMetrics>> Create(
+      const Options& options);
+
+  ~PrometheusMetrics() override;
+
+  int port() const override { return port_; }
+  void RecordRequest(absl::string_view model, absl::string_view method,
+                     absl::StatusCode code, absl::Duration duration) override;
+  void RecordQueue(absl::string_view model, absl::Duration duration) override;
+  void RecordCompute(absl::string_view model, absl::Duration duration) override;
+  void RecordBatch(absl::string_view model, int64_t num_requests,
+                   int64_t num_tokens) override;
+  void RecordInputLength(absl::string_view model, int64_t num_tokens) override;
+  void SetQueueDepth(absl::string_view model, int64_t num_requests) override;
+  void AddTokens(absl::string_view model, int64_t num_tokens) override;
+  void SetModelInfo(absl::string_view model, absl::string_view version,
+                    absl::string_view kernel,
+                    absl::string_view device) override;
+  std::string SerializeText() const override;
+
+  // Implementation details follow.
+ private:
+  struct Families;
+  struct ModelSeries;
+  struct RequestSeries;
+
+  PrometheusMetrics();
+  int StartInFlight(absl::string_view method) override;
+  void EndInFlight(int key) override;
+
+  absl::Status Build(const Options& options);
+  void BuildFamilies();
+  absl::Status BuildModelSeries(const Options& options);
+  std::unique_ptr<ModelSeries> NewModelSeries(const std::string& label);
+  absl::Status StartHttp(const Options& options);
+  ModelSeries& SeriesOf(absl::string_view model) const;
+  int MethodIndex(absl::string_view method) const;
+  // The {model, method, code} series, created on first use; null if
+  // prometheus-cpp could not create them.
+  const RequestSeries* RequestSeriesOf(ModelSeries& model, int method_index,
+                                       int code_index);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Families> families_;
+  // Built by Create(), read-only afterwards: lookups need no lock.
+  absl::flat_hash_map<std::string, std::unique_ptr<ModelSeries>> models_;
+  ModelSeries* no_model_ = nullptr;        // "(none)"
+  ModelSeries* other_model_ = nullptr;     // "(other)"
+  std::vector<std::string> method_names_;  // Last: "(other)".
+  absl::flat_hash_map<std::string, int> method_index_;
+  std::vector<prometheus::Gauge*> in_flight_;  // By method index.
+
+  absl::Mutex model_info_mutex_;
+  absl::flat_hash_map<std::string, prometheus::Gauge*> model_info_
+      ABSL_GUARDED_BY(model_info_mutex_);
+
+  // Declared last so that it is destroyed first: no scrape can run while the
+  // families go away.
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+};
+
+}  // namespace favor::metrics
+
+#endif  // FAVOR_SERVER_METRICS_PROMETHEUS_METRICS_H_

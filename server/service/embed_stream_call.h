@@ -1,0 +1,123 @@
+// The reactor of one EmbedStream call: one bidirectional stream, many Embed
+// calls.
+//
+// Each request message is checked and enqueued like a unary Embed (its own
+// CancellationFlag, its deadline the earlier of the stream's and its
+// timeout_micros) and answered, in completion order, with its request_id and
+// either the response or an error Status; a failed message does not end the
+// stream. One write is in flight at a time; finished answers wait in a
+// queue. Reading stops while max_messages_in_flight messages are read and
+// not yet written (backpressure), so a client that sends faster than it
+// reads cannot make the server buffer without bound. The stream finishes
+// (OK) once the client has closed its side and every message is answered;
+// on cancellation the queued work is dropped, computed answers are
+// discarded, and it finishes CANCELLED once every message has completed (the
+// reactor must outlive their done callbacks). embed_stream_state.h holds the
+// states and their transition table.
+//
+// Nothing blocks: every callback takes the reactor's mutex for a few field
+// updates and makes its gRPC calls outside it.
+#ifndef FAVOR_SERVER_SERVICE_EMBED_STREAM_CALL_H_
+#define FAVOR_SERVER_SERVICE_EMBED_STREAM_CALL_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "favor/v1/favor.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "server/batching/batcher.h"
+#include "server/batching/request.h"
+#include "server/metrics/metrics.h"
+#include "server/service/embed_stream_state.h"
+
+namespace favor::service {
+
+class EmbedStreamCall final
+    : public grpc::ServerBidiReactor<v1::EmbedStreamRequest,
+                                     v1::EmbedStreamResponse> {
+ public:
+  // What the stream needs of the service, and no more (FavorService
+  // implements it; the unary Embed goes through the same StartEmbed).
+  class Service {
+   public:
+    // Called with the model a call resolved to and the batcher its inputs
+    // go to, before any input is enqueued.
+    using OnModel =
+        absl::FunctionRef<void(absl::string_view model, batching::Batcher*)>;
+
+    virtual ~Service() = default;
+
+    // UNAVAILABLE once the service drains, else OK.
+    virtual absl::Status CheckServing() const = 0;
+
+    // Checks `request` at the edge, fills the parts of `response` known
+    // before computing, calls `on_model`, then enqueues one batching::Request
+    // per input with `deadline` and `cancellation`. OK: `done` runs exactly
+    // once, when every input is answered (the first failure wins and sets
+    // `cancellation` to drop the others); `response` must live until then.
+    // An error: nothing was enqueued and `done` never runs.
+    virtual absl::Status StartEmbed(
+        const v1::EmbedRequest& request, absl::Time deadline,
+        std::shared_ptr<batching::CancellationFlag> cancellation,
+        OnModel on_model, absl::AnyInvocable<void(absl::Status)> done,
+        v1::EmbedResponse* response) = 0;
+  };
+
+  // Starts reading. `service` and `metrics` (not null) must outlive the
+  // call; max_messages_in_flight >= 1. The reactor deletes itself in OnDone.
+  EmbedStreamCall(grpc::CallbackServerContext* context, Service* service,
+                  metrics::Metrics* metrics, int64_t max_messages_in_flight);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // Implementation details follow.
+ private:
+  struct Message;
+
+  // Applies `event` to state_ and returns what to do about it.
+  StreamAction Transition(StreamEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Perform(StreamAction action);
+
+  void Handle(const v1::EmbedStreamRequest& in);
+  absl::Status Start(const v1::EmbedStreamRequest& in, Message* message);
+  void Complete(Message* message, const absl::Status& status);
+  void Cancel();
+  int64_t InFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Act();
+  StreamAction TakeWriteOrFinish(const v1::EmbedStreamResponse** write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  grpc::CallbackServerContext* const context_;
+  Service* const service_;
+  metrics::Metrics* const metrics_;
+  const int64_t max_messages_in_flight_;
+  v1::EmbedStreamRequest request_;  // the read buffer
+  std::optional<metrics::Metrics::InFlightGuard> in_flight_;
+
+  absl::Mutex mu_;
+  StreamState state_ ABSL_GUARDED_BY(mu_) = StreamState::kReading;
+  std::map<Message*, std::unique_ptr<Message>> active_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::unique_ptr<Message>> to_write_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Message> writing_ ABSL_GUARDED_BY(mu_);
+  // The batchers holding this stream's requests, woken on cancellation.
+  std::set<batching::Batcher*> batchers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace favor::service
+
+#endif  // FAVOR_SERVER_SERVICE_EMBED_STREAM_CALL_H_

@@ -1,0 +1,107 @@
+// EmbedStream over real gRPC on loopback: answers by request_id, errors
+// that do not end the stream, backpressure, and cancellation.
+#include "server/service/embed_stream_call.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/service/fake_service_fixture.h"
+
+namespace favor::service {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST_F(FakeServiceTest, EmbedStreamAnswersEveryMessageByItsId) {
+  Start();
+  grpc::ClientContext context;
+  auto stream = server_->stub().EmbedStream(&context);
+  for (int i = 0; i < 6; ++i) {
+    v1::EmbedStreamRequest message;
+    message.set_request_id(absl::StrCat("m", i));
+    // Message 3 is bad (empty sequence); 5 names an unknown model.
+    *message.mutable_request() =
+        i == 3 ? EmbedOf({{}}) : EmbedOf({{static_cast<uint32_t>(i), 1}});
+    if (i == 5) message.mutable_request()->set_model("nope");
+    ASSERT_TRUE(stream->Write(message));
+  }
+  stream->WritesDone();
+  std::map<std::string, v1::EmbedStreamResponse> answers;
+  v1::EmbedStreamResponse answer;
+  while (stream->Read(&answer)) answers[answer.request_id()] = answer;
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(answers.size(), 6u);
+  for (int i : {0, 1, 2, 4}) {
+    const v1::EmbedStreamResponse& a = answers[absl::StrCat("m", i)];
+    ASSERT_TRUE(a.has_response()) << i;
+    EXPECT_EQ(a.response().embeddings(0).values(0), i + 1);  // sum of ids
+  }
+  EXPECT_EQ(answers["m3"].error().code(), grpc::INVALID_ARGUMENT);
+  EXPECT_THAT(answers["m3"].error().message(),
+              HasSubstr("inputs[0].token_ids is empty"));
+  EXPECT_EQ(answers["m5"].error().code(), grpc::NOT_FOUND);
+}
+
+TEST_F(FakeServiceTest, EmbedStreamBackpressureLosesNothing) {
+  FavorService::Options options;
+  options.max_stream_messages_in_flight = 2;
+  Start(options);
+  grpc::ClientContext context;
+  auto stream = server_->stub().EmbedStream(&context);
+  constexpr int kMessages = 40;
+  std::thread writer([&] {
+    for (int i = 0; i < kMessages; ++i) {
+      v1::EmbedStreamRequest message;
+      message.set_request_id(absl::StrCat(i));
+      *message.mutable_request() = EmbedOf({{static_cast<uint32_t>(i % 90)}});
+      ASSERT_TRUE(stream->Write(message));
+    }
+    stream->WritesDone();
+  });
+  std::set<std::string> ids;
+  v1::EmbedStreamResponse answer;
+  while (stream->Read(&answer)) {
+    ASSERT_TRUE(answer.has_response()) << answer.error().message();
+    EXPECT_EQ(answer.response().embeddings(0).values(0),
+              std::stoi(answer.request_id()) % 90);
+    ids.insert(answer.request_id());
+  }
+  writer.join();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kMessages));
+}
+
+TEST_F(FakeServiceTest, CancelledStreamDropsItsQueuedWork) {
+  Start();
+  model_.Hold();
+  std::thread first(
+      [&] { EXPECT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok()); });
+  model_.WaitForCalls(1);
+  {
+    grpc::ClientContext context;
+    auto stream = server_->stub().EmbedStream(&context);
+    for (int i = 0; i < 3; ++i) {
+      v1::EmbedStreamRequest message;
+      *message.mutable_request() = EmbedOf({{2}});
+      ASSERT_TRUE(stream->Write(message));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    context.TryCancel();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::CANCELLED);
+  }
+  // As in CancelledCallIsDropped: let the server see the RST_STREAM.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  model_.Release();
+  first.join();
+  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{3}})).ok());
+  EXPECT_EQ(model_.sequences(), 2);
+}
+
+}  // namespace
+}  // namespace favor::service
