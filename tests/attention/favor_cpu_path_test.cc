@@ -33,9 +33,10 @@ enum class Keys { kPlain, kMasked, kGrowing };
 HeadGroup Group(const FeatureContext& context, Keys keys) {
   at::manual_seed(3);
   const int64_t dim = context.scaled_projection_t().size(0);
-  HeadGroup group{at::randn({1, kTokens, dim}), at::randn({1, kTokens, dim}),
-                  at::randn({1, kTokens, kValueDim}), at::Tensor(),
-                  at::zeros({1, kTokens, kValueDim})};
+  HeadGroup group{
+      at::randn({1, kTokens, dim}),       at::randn({1, kTokens, dim}),
+      at::randn({1, kTokens, kValueDim}), at::Tensor(),
+      at::zeros({1, kTokens, kValueDim}), {}};
   if (keys == Keys::kMasked) group.keep = at::rand({kTokens}) > 0.3;
   if (keys == Keys::kGrowing) {
     const at::Tensor omega = context.scaled_projection_t().select(1, 0);
