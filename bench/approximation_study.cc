@@ -60,15 +60,8 @@ constexpr Kernel kKernels[] = {Kernel::kTrigonometric, Kernel::kFavorPositive,
                                Kernel::kFavorPlusPlus};
 
 const char* CouplingName(Coupling coupling) {
-  switch (coupling) {
-    case Coupling::kIid:
-      return "iid";
-    case Coupling::kOrthogonal:
-      return "orthogonal";
-    case Coupling::kSimplex:
-      return "simplex";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"iid", "orthogonal", "simplex"};
+  return kNames[static_cast<int>(coupling)];
 }
 
 struct StudyOptions {
@@ -266,26 +259,30 @@ void PrintRatio(const Results& results, const char* what, Metric metric,
 
 // Cells where simplex's mean exceeds orthogonal's by more than the larger
 // of their two standard deviations, over FAVOR+ and FAVOR++ and every
-// metric; returns the count and prints each.
-int SimplexAboveOrthogonal(const Results& results,
-                           const StudyOptions& options) {
-  int above = 0;
+// metric, one line each.
+std::vector<std::string> SimplexAboveOrthogonal(const Results& results,
+                                                const StudyOptions& options) {
+  const std::pair<Metric, const char*> metrics[] = {
+      {&Errors::kernel_mse, "kernel rel. MSE"},
+      {&Errors::total_variation, "TV"},
+      {&Errors::relative_error, "rel. error"}};
+  std::vector<std::string> above;
   for (Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus}) {
-    for (Metric metric : {&Errors::kernel_mse, &Errors::total_variation,
-                          &Errors::relative_error}) {
+    for (const auto& [metric, name] : metrics) {
       for (int64_t m : options.feature_counts) {
         for (double sigma : options.sigmas) {
           const Spread s = SpreadOf(
               results.at({kernel, Coupling::kSimplex, m, sigma}), metric);
           const Spread o = SpreadOf(
               results.at({kernel, Coupling::kOrthogonal, m, sigma}), metric);
-          if (s.mean > o.mean + std::max(s.sd, o.sd)) {
-            ++above;
-            std::printf("simplex above orthogonal: %s m=%lld σ=%g: %s vs %s\n",
-                        std::string(KernelName(kernel)).c_str(),
+          if (s.mean <= o.mean + std::max(s.sd, o.sd)) continue;
+          char line[200];
+          std::snprintf(line, sizeof(line),
+                        "%s, %s, m = %lld, σ = %g: %s vs %s",
+                        std::string(KernelName(kernel)).c_str(), name,
                         static_cast<long long>(m), sigma, Format(s).c_str(),
                         Format(o).c_str());
-          }
+          above.push_back(line);
         }
       }
     }
@@ -300,11 +297,14 @@ void PrintTargets(const Results& results, const StudyOptions& options) {
              &Errors::kernel_mse, 256, 1.0, 3.0);
   PrintRatio(results, "FAVOR+ / FAVOR++ attention TV, m = 256, σ = 0.5",
              &Errors::total_variation, 256, 0.5, 1.2);
-  const int above = SimplexAboveOrthogonal(results, options);
+  const std::vector<std::string> above =
+      SimplexAboveOrthogonal(results, options);
   std::printf(
       "| FAVOR+/FAVOR++ cells where simplex > orthogonal beyond the spread | "
-      "%d | ≤ 0 | %s |\n",
-      above, above == 0 ? "ok" : "MISSED");
+      "%zu | ≤ 0 | %s |\n",
+      above.size(), above.empty() ? "ok" : "MISSED");
+  if (!above.empty()) std::printf("\nSimplex above orthogonal:\n\n");
+  for (const std::string& line : above) std::printf("- %s\n", line.c_str());
 }
 
 // --sweep_a: FAVOR++ with A = c·A* for each c, m = 256 orthogonal features,
@@ -363,6 +363,27 @@ bool ParseList(const std::string& text, std::vector<T>& out) {
   return !out.empty();
 }
 
+void PrintStudy(const StudyOptions& options) {
+  const Results results = Run(options);
+  PrintTable(results, options, "Kernel relative MSE", &Errors::kernel_mse);
+  PrintTable(results, options, "Attention TV distance (V = I)",
+             &Errors::total_variation);
+  PrintTable(results, options, "Attention relative error (random V)",
+             &Errors::relative_error);
+  PrintTargets(results, options);
+}
+
+// The flags (defined next to main) into StudyOptions; false on bad values.
+bool ReadFlags(StudyOptions& options) {
+  options.seeds = absl::GetFlag(FLAGS_seeds);
+  options.length = absl::GetFlag(FLAGS_length);
+  options.value_dim = absl::GetFlag(FLAGS_value_dim);
+  options.epsilon = static_cast<float>(absl::GetFlag(FLAGS_epsilon));
+  return ParseList(absl::GetFlag(FLAGS_m), options.feature_counts) &&
+         ParseList(absl::GetFlag(FLAGS_sigma), options.sigmas) &&
+         options.seeds >= 1 && options.length >= 1 && options.value_dim >= 1;
+}
+
 }  // namespace
 }  // namespace favor::attention
 
@@ -372,15 +393,7 @@ int main(int argc, char** argv) {
       "softmax; prints markdown.");
   absl::ParseCommandLine(argc, argv);
   favor::attention::StudyOptions options;
-  options.seeds = absl::GetFlag(FLAGS_seeds);
-  options.length = absl::GetFlag(FLAGS_length);
-  options.value_dim = absl::GetFlag(FLAGS_value_dim);
-  options.epsilon = static_cast<float>(absl::GetFlag(FLAGS_epsilon));
-  if (!favor::attention::ParseList(absl::GetFlag(FLAGS_m),
-                                   options.feature_counts) ||
-      !favor::attention::ParseList(absl::GetFlag(FLAGS_sigma),
-                                   options.sigmas) ||
-      options.seeds < 1 || options.length < 1 || options.value_dim < 1) {
+  if (!favor::attention::ReadFlags(options)) {
     std::fprintf(stderr,
                  "--m and --sigma take positive comma-separated numbers; "
                  "--seeds, --length and --value_dim at least 1\n");
@@ -397,18 +410,8 @@ int main(int argc, char** argv) {
       static_cast<long long>(options.value_dim));
   if (absl::GetFlag(FLAGS_sweep_a)) {
     favor::attention::PrintSweep(options);
-    return 0;
+  } else {
+    favor::attention::PrintStudy(options);
   }
-  const favor::attention::Results results = favor::attention::Run(options);
-  using favor::attention::Errors;
-  favor::attention::PrintTable(results, options, "Kernel relative MSE",
-                               &Errors::kernel_mse);
-  favor::attention::PrintTable(results, options,
-                               "Attention TV distance (V = I)",
-                               &Errors::total_variation);
-  favor::attention::PrintTable(results, options,
-                               "Attention relative error (random V)",
-                               &Errors::relative_error);
-  favor::attention::PrintTargets(results, options);
   return 0;
 }

@@ -45,19 +45,25 @@ TEST(ProjectionTest, ChiNormsLookLikeGaussianRowNorms) {
   EXPECT_NEAR(norms.std().item<double>(), 0.706, 0.05);
 }
 
+// The same (seed, draw index) gives the same matrix; another index or seed
+// another one.
+void ExpectSeedAndDrawDetermineTheMatrix(const ProjectionOptions& options) {
+  const at::Tensor a = Draw(options);
+  EXPECT_TRUE(at::equal(a, Draw(options)));
+  ProjectionOptions redraw = options;
+  redraw.draw_index = options.draw_index + 1;
+  EXPECT_FALSE(at::allclose(a, Draw(redraw)));
+  ProjectionOptions other_seed = options;
+  other_seed.seed = options.seed + 1;
+  EXPECT_FALSE(at::allclose(a, Draw(other_seed)));
+}
+
 TEST(ProjectionTest, SameSeedSameMatrixOtherSeedOrDrawOtherMatrix) {
   ProjectionOptions options;
   options.num_features = 32;
   options.head_dim = 16;
   options.seed = 1234;
-  const at::Tensor a = Draw(options);
-  EXPECT_TRUE(at::equal(a, Draw(options)));
-  ProjectionOptions redraw = options;
-  redraw.draw_index = 1;
-  EXPECT_FALSE(at::allclose(a, Draw(redraw)));
-  ProjectionOptions other_seed = options;
-  other_seed.seed = 1235;
-  EXPECT_FALSE(at::allclose(a, Draw(other_seed)));
+  ExpectSeedAndDrawDetermineTheMatrix(options);
 }
 
 // Golden values: the matrix for a seed must not change across machines,
@@ -190,15 +196,7 @@ TEST(ProjectionTest, SimplexChiNormsLookLikeGaussianRowNorms) {
 }
 
 TEST(ProjectionTest, SimplexIsDeterministicFromTheSeed) {
-  const ProjectionOptions options = Options(96, 32, 1234, "simplex");
-  const at::Tensor a = Draw(options);
-  EXPECT_TRUE(at::equal(a, Draw(options)));
-  ProjectionOptions redraw = options;
-  redraw.draw_index = 1;
-  EXPECT_FALSE(at::allclose(a, Draw(redraw)));
-  ProjectionOptions other_seed = options;
-  other_seed.seed = 1235;
-  EXPECT_FALSE(at::allclose(a, Draw(other_seed)));
+  ExpectSeedAndDrawDetermineTheMatrix(Options(96, 32, 1234, "simplex"));
 }
 
 TEST(ProjectionTest, RejectsSimplexWithoutBlocks) {
