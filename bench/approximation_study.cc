@@ -363,6 +363,40 @@ bool ParseList(const std::string& text, std::vector<T>& out) {
   return !out.empty();
 }
 
+// The baseline a kernel must beat: uniform attention (every weight 1/L),
+// which is also what positive features give once ε outweighs them.
+void PrintUniformBaseline(const StudyOptions& options) {
+  std::printf("\n#### Uniform attention, for comparison\n\n| |");
+  for (double sigma : options.sigmas) std::printf(" σ = %g |", sigma);
+  std::printf("\n| --- |");
+  for (size_t i = 0; i < options.sigmas.size(); ++i) std::printf(" --: |");
+  std::vector<std::vector<Errors>> runs(options.sigmas.size());
+  for (size_t i = 0; i < options.sigmas.size(); ++i) {
+    for (int seed = 0; seed < options.seeds; ++seed) {
+      const Inputs in = Draw(options, options.sigmas[i], seed);
+      const at::Tensor uniform =
+          at::full_like(in.weights, 1.0 / in.weights.size(1));
+      const at::Tensor v = in.v[0][0]
+                               .narrow(1, options.length, options.value_dim)
+                               .to(at::kDouble);
+      Errors e;
+      e.total_variation = TotalVariation(uniform, in.weights);
+      e.relative_error = ((at::matmul(uniform, v) - in.random_out).norm() /
+                          in.random_out.norm())
+                             .item<double>();
+      runs[i].push_back(e);
+    }
+  }
+  for (const auto& [name, metric] :
+       {std::pair<const char*, Metric>{"TV", &Errors::total_variation},
+        {"relative error", &Errors::relative_error}}) {
+    std::printf("\n| %s |", name);
+    for (const auto& r : runs)
+      std::printf(" %s |", Format(SpreadOf(r, metric)).c_str());
+  }
+  std::printf("\n");
+}
+
 void PrintStudy(const StudyOptions& options) {
   const Results results = Run(options);
   PrintTable(results, options, "Kernel relative MSE", &Errors::kernel_mse);
@@ -370,6 +404,7 @@ void PrintStudy(const StudyOptions& options) {
              &Errors::total_variation);
   PrintTable(results, options, "Attention relative error (random V)",
              &Errors::relative_error);
+  PrintUniformBaseline(options);
   PrintTargets(results, options);
 }
 
