@@ -14,7 +14,8 @@ class Tensor;
 namespace favor::attention {
 
 enum class FeatureRole {
-  // The estimator itself, no stabilising shift: for FAVOR+, hyperbolic and
+  // The estimator itself, no stabilising shift: for FAVOR+, FAVOR++, hyperbolic
+  // and
   // trig, E[φ(q)ᵀφ(k)] = exp(qᵀk/√d).
   kUnshifted,
   // As attention uses them: queries shifted by their own row max, keys by the
@@ -24,10 +25,10 @@ enum class FeatureRole {
 };
 
 // φ(x) for x of shape (..., L, d), float32; returns (..., L, F) with F =
-// FeatureCount(kernel, m, d). FAVOR+, hyperbolic and trig include their
-// m^-1/2 (or (2m)^-1/2) factor; ε is added to FAVOR+, hyperbolic and ReLU
-// features. INVALID_ARGUMENT for softmax (it has no feature map) and for a
-// missing or mismatched projection.
+// FeatureCount(kernel, m, d). FAVOR+, FAVOR++, hyperbolic and trig include
+// their m^-1/2 (or (2m)^-1/2) factor; ε is added to FAVOR+, FAVOR++, hyperbolic
+// and ReLU features. INVALID_ARGUMENT for softmax (it has no feature map) and
+// for a missing or mismatched projection.
 absl::StatusOr<at::Tensor> FeatureMap(const at::Tensor& x, Kernel kernel,
                                       const at::Tensor& projection,
                                       FeatureRole role, float epsilon);

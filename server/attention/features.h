@@ -3,8 +3,8 @@
 // modules.
 //
 // Every primitive works on a chunk x of shape (G, c, d) (G heads of one
-// sequence, c tokens) in float32 and leaves out the constant factors m^-1/2
-// that cancel in attention's normalisation.
+// sequence, c tokens) in float32 and leaves out the constant factors (m^-1/2,
+// FAVOR++'s D) that cancel in attention's normalisation.
 #ifndef FAVOR_SERVER_ATTENTION_FEATURES_H_
 #define FAVOR_SERVER_ATTENTION_FEATURES_H_
 
