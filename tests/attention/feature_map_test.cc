@@ -223,6 +223,41 @@ TEST(FeatureMapTest, PositiveFeaturesAreNeverNegativeAndFiniteForHugeInputs) {
   }
 }
 
+// The same for FAVOR++ with its A* for such inputs (far below 0, so B is
+// large): the key and query shifts keep it finite, ε above zero.
+TEST(FeatureMapTest, FavorPlusPlusFeaturesArePositiveAndFiniteForHugeInputs) {
+  at::manual_seed(5);
+  const at::Tensor w = Projection(64, 1, true);
+  const at::Tensor x = at::randn({2, 50, kDim}) * 1000;
+  const at::Tensor a = *FavorPlusPlusCoefficient(x, x);
+  ASSERT_LT(a.max().item<double>(), -100.0);
+  for (FeatureRole role : {FeatureRole::kQuery, FeatureRole::kKey}) {
+    auto features = FeatureMap(x, Kernel::kFavorPlusPlus, w, role, 1e-4f, a);
+    ASSERT_TRUE(features.ok()) << features.status();
+    EXPECT_TRUE(at::isfinite(*features).all().item<bool>());
+    EXPECT_TRUE((*features > 0).all().item<bool>());
+  }
+}
+
+TEST(FeatureMapTest, FavorPlusPlusNeedsAValidCoefficient) {
+  const at::Tensor x = at::randn({3, 4, kDim});
+  const at::Tensor w = Projection(8, 1, true);
+  const auto code = [&](const at::Tensor& a) {
+    return FeatureMap(x, Kernel::kFavorPlusPlus, w, FeatureRole::kQuery, 0, a)
+        .status()
+        .code();
+  };
+  auto missing =
+      FeatureMap(x, Kernel::kFavorPlusPlus, w, FeatureRole::kQuery, 0);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("coefficient A"),
+            std::string::npos);
+  EXPECT_EQ(code(at::full({}, 0.25)), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(at::zeros({2})), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(at::full({3}, -0.1)), absl::StatusCode::kOk);
+  EXPECT_EQ(code(at::full({}, 0.2)), absl::StatusCode::kOk);
+}
+
 TEST(FeatureMapTest, TrigFeaturesDoGoNegative) {
   at::manual_seed(6);
   auto features = FeatureMap(at::randn({100, kDim}), Kernel::kTrigonometric,
