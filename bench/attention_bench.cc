@@ -104,13 +104,17 @@ double SgemmRateNow(int repeats) {
   return 2.0 * 2048 * 2048 * 2048 / best;
 }
 
+// Random (1, kHeads, length, kDim) inputs on the bench device.
+at::Tensor BenchInput(int64_t length) {
+  return at::randn({1, kHeads, length, kDim},
+                   at::TensorOptions().device(BenchDevice()));
+}
+
 void RunAttention(benchmark::State& state, Kernel kernel, bool causal) {
   const int64_t length = state.range(0);
   at::manual_seed(0);
-  const auto opts = at::TensorOptions().device(BenchDevice());
-  const at::Tensor q = at::randn({1, kHeads, length, kDim}, opts);
-  const at::Tensor k = at::randn({1, kHeads, length, kDim}, opts);
-  const at::Tensor v = at::randn({1, kHeads, length, kDim}, opts);
+  const at::Tensor q = BenchInput(length), k = BenchInput(length),
+                   v = BenchInput(length);
   ProjectionOptions projection_options;
   projection_options.num_features = kFeatures;
   projection_options.head_dim = kDim;
