@@ -184,7 +184,7 @@ absl::Status ReadFields(FieldReader& reader, Config& config);
 // in which only comments are ignored.
 template <typename T>
 absl::Status ReadField(FieldReader& reader, absl::string_view key, T& out) {
-  if constexpr (std::is_same_v<T, AttentionConfig>) {
+  if constexpr (internal::kIsNestedConfig<T>) {
     ASSIGN_OR_RETURN(const Json* object, reader.Object(key));
     if (object == nullptr) return absl::OkStatus();
     FieldReader nested(*object, absl::StrCat(reader.prefix(), key, "."));
