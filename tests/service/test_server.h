@@ -21,9 +21,10 @@
 namespace favor::service::testing {
 
 // A model whose pooled embedding of a sequence is (sum of ids, length, first
-// id, 1) and whose token rows are (id, position, 0, 0). While held, Embed
-// blocks until Release(). A batch holding token id 99 fails with INTERNAL,
-// as a LibTorch error would.
+// id, 1) and whose token rows are (id, position, 0, 0), neither ever
+// normalised. While held, Embed blocks until Release(). A batch holding
+// token id 99 fails with INTERNAL, as a LibTorch error would. Its
+// description may be given a tokenizer (set_tokenizer).
 class FakeModel final : public model::Model {
  public:
   explicit FakeModel(std::string name, int64_t vocab_size = 100,
@@ -35,6 +36,12 @@ class FakeModel final : public model::Model {
   absl::StatusOr<model::Embeddings> Embed(
       absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
       const model::EmbedOptions& options) const override;
+
+  // Text inputs go through `tokenizer` (null: none); its ids must be below
+  // vocab_size. Before the service starts.
+  void set_tokenizer(std::shared_ptr<const tokenizer::Tokenizer> tokenizer) {
+    description_.tokenizer = std::move(tokenizer);
+  }
 
   void Hold();
   void Release();

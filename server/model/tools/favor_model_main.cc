@@ -203,8 +203,7 @@ absl::Status Inspect(const std::string& directory) {
   std::printf("parameters: %" PRId64 "\n", parameters);
   RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));
   std::printf("weights: every tensor matches the config\n");
-  ASSIGN_OR_RETURN(const auto tokenizer,
-                   LoadModelTokenizer(directory, config));
+  ASSIGN_OR_RETURN(const auto tokenizer, LoadModelTokenizer(directory, config));
   if (tokenizer == nullptr) {
     std::printf("tokenizer: none (token ids only)\n");
   } else {
