@@ -24,10 +24,15 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace favor::service {
+
+// The name of a pool's threads: "favor-" and the pool's name, cut to the 15
+// bytes Linux keeps ("favor-tokenizer").
+std::string ThreadName(absl::string_view pool_name);
 
 class TaskPool {
  public:
