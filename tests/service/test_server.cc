@@ -5,6 +5,7 @@
 #include "glog/logging.h"
 #include "server/model/model_config.h"
 #include "server/model/random_model.h"
+#include "server/tokenizer/tokenizer_builders.h"
 
 namespace favor::service::testing {
 
@@ -97,6 +98,14 @@ int FakeModel::calls() const {
 int64_t FakeModel::sequences() const {
   absl::MutexLock lock(&mu_);
   return sequences_;
+}
+
+std::shared_ptr<const tokenizer::Tokenizer> SmallVocabTokenizer() {
+  auto tokenizer = tokenizer::TokenizerFromVocabTxt(
+      "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\n##s\n.\n",
+      {}, "test vocab.txt");
+  CHECK(tokenizer.ok()) << tokenizer.status();
+  return std::shared_ptr<const tokenizer::Tokenizer>(*std::move(tokenizer));
 }
 
 std::unique_ptr<model::Model> LoadSmallRandomModel(

@@ -37,10 +37,13 @@ class FakeModel final : public model::Model {
       absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
       const model::EmbedOptions& options) const override;
 
-  // Text inputs go through `tokenizer` (null: none); its ids must be below
-  // vocab_size. Before the service starts.
-  void set_tokenizer(std::shared_ptr<const tokenizer::Tokenizer> tokenizer) {
+  // Text inputs go through `tokenizer` (null: none), as if config.json
+  // named `file`; its ids must be below vocab_size. Before the service
+  // starts.
+  void set_tokenizer(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                     std::string file = "vocab.txt") {
     description_.tokenizer = std::move(tokenizer);
+    description_.config.tokenizer.file = std::move(file);
   }
 
   void Hold();
@@ -61,6 +64,10 @@ class FakeModel final : public model::Model {
   mutable int calls_ ABSL_GUARDED_BY(mu_) = 0;
   mutable int64_t sequences_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+// A WordPiece tokenizer (BERT's options) of twelve ids: [PAD]=0 [UNK]=1
+// [CLS]=2 [SEP]=3 [MASK]=4 the=5 cat=6 sat=7 on=8 mat=9 ##s=10 .=11.
+std::shared_ptr<const tokenizer::Tokenizer> SmallVocabTokenizer();
 
 // Writes a small random model (vocab 64, hidden 32, 2 layers, FAVOR+ with
 // m = 16, max_sequence_length 128) into `directory` and loads it.

@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/tokenizer/tokenizer_builders.h"
+#include "tests/service/test_server.h"
 
 namespace favor::service {
 namespace {
@@ -17,14 +17,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4 the=5 cat=6 sat=7 on=8 mat=9
-// ##s=10 .=11
-std::unique_ptr<tokenizer::Tokenizer> Bert() {
-  auto tokenizer = tokenizer::TokenizerFromVocabTxt(
-      "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\n##s\n.\n",
-      {}, "test vocab.txt");
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
-  return *std::move(tokenizer);
+std::shared_ptr<const tokenizer::Tokenizer> Bert() {
+  return testing::SmallVocabTokenizer();
 }
 
 v1::EmbedInput Text(const std::string& text,
