@@ -10,7 +10,7 @@
 //
 // The reader treats every file as hostile: whatever the bytes, Open returns a
 // Status and never reads outside the mapping. It checks the header length
-// against the file size and a cap, parses the JSON strictly (json_parse.h),
+// against the file size and a cap, parses the JSON strictly (server/common/json_parse.h),
 // checks every entry's dtype, shape and offsets, and requires the tensors to
 // tile the data buffer exactly (no overlap, no gap, no trailing bytes), as
 // the reference implementation does. Accepted dtypes are F32, F16 and BF16;

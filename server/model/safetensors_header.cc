@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
-#include "server/model/json_parse.h"
+#include "server/common/json_parse.h"
 
 namespace favor::model::internal {
 namespace {
