@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
-#include "server/common/status_macros.h"
 #include "server/common/json_parse.h"
+#include "server/common/status_macros.h"
 #include "server/model/model_config.h"
 #include "server/model/model_config_fields.h"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/common/status_macros.h"
 #include "server/common/json_parse.h"
+#include "server/common/status_macros.h"
 #include "server/tokenizer/bert_pre_tokenizer.h"
 #include "server/tokenizer/pipeline_tokenizer.h"
 #include "server/tokenizer/template_processing.h"
@@ -106,8 +106,7 @@ absl::StatusOr<std::vector<std::string>> ParseVocab(const Json& model,
   std::vector<std::string> pieces(vocab->size());
   std::vector<bool> seen(vocab->size(), false);
   for (const auto& [piece, id_json] : vocab->items()) {
-    const std::string entry =
-        absl::StrCat(where, "[", Quote(piece), "]");
+    const std::string entry = absl::StrCat(where, "[", Quote(piece), "]");
     ASSIGN_OR_RETURN(const int64_t id, GetInt(id_json, 0, size - 1, entry));
     if (seen[id]) {
       return Invalid(entry, absl::StrCat("id ", id,
