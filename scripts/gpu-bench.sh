@@ -8,13 +8,16 @@
 # from Debian packages downloaded here into .gpu/ and unpacked there:
 #   here:  echo /.gpu/ >> .git/info/exclude; mkdir -p .gpu
 #          (cd .gpu && apt-get download $(scripts/gpu-bench.sh --debs))
-#   there: scripts/gpu-bench.sh            (with .gpu carried along)
+#          tools/bert_vocab/install.sh    (the default model's vocabulary)
+#   there: scripts/gpu-bench.sh            (with .gpu and
+#          tools/bert_vocab/node_modules carried along: no registry there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian libabsl-dev
       libabsl20220623 libgoogle-glog-dev libgoogle-glog0v6 libgflags-dev
-      libgflags2.2 nlohmann-json3-dev libunwind-dev)
+      libgflags2.2 nlohmann-json3-dev libunwind-dev libutf8proc-dev
+      libutf8proc2 libsentencepiece-dev libsentencepiece0)
 if [[ "${1:-}" == "--debs" ]]; then printf '%s\n' "${debs[@]}"; exit 0; fi
 
 OUT=${OUT:-$PWD/gpu-out}
