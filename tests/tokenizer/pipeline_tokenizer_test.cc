@@ -22,7 +22,9 @@ constexpr char kVocab[] =
     "on\nmat\n##s\nun\n##aff\n##able\na\n##a\ncafe\n";
 
 std::unique_ptr<Tokenizer> Bert() {
-  auto tokenizer = TokenizerFromVocabTxt(kVocab, {}, "test vocab.txt");
+  const VocabTxtOptions options;  // a named object: GCC 12 warns
+                                  // (wrongly) on a braced temporary
+  auto tokenizer = TokenizerFromVocabTxt(kVocab, options, "test vocab.txt");
   EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
   return *std::move(tokenizer);
 }
