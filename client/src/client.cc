@@ -153,6 +153,29 @@ std::vector<std::string> Client::targets() const { return impl_->targets(); }
 
 // Embed.
 
+void Client::EmbedAsync(absl::Span<const EmbedInput> inputs,
+                        const EmbedOptions& options, const CallOptions& call,
+                        Callback<EmbedResult> done) {
+  v1::EmbedRequest request;
+  client_internal::ToProto(inputs, options, &request);
+  CallFavor(impl_.get(), &v1::Favor::Stub::async::Embed, std::move(request),
+            call, std::move(done));
+}
+
+std::future<absl::StatusOr<EmbedResult>> Client::EmbedFuture(
+    absl::Span<const EmbedInput> inputs, const EmbedOptions& options,
+    const CallOptions& call) {
+  return AsFuture<EmbedResult>([&](Callback<EmbedResult> done) {
+    EmbedAsync(inputs, options, call, std::move(done));
+  });
+}
+
+absl::StatusOr<EmbedResult> Client::Embed(absl::Span<const EmbedInput> inputs,
+                                          const EmbedOptions& options,
+                                          const CallOptions& call) {
+  return EmbedFuture(inputs, options, call).get();
+}
+
 void Client::EmbedAsync(absl::Span<const TokenIds> inputs,
                         const EmbedOptions& options, const CallOptions& call,
                         Callback<EmbedResult> done) {
@@ -174,6 +197,32 @@ absl::StatusOr<EmbedResult> Client::Embed(absl::Span<const TokenIds> inputs,
                                           const EmbedOptions& options,
                                           const CallOptions& call) {
   return EmbedFuture(inputs, options, call).get();
+}
+
+// Tokenize.
+
+void Client::TokenizeAsync(absl::Span<const std::string> texts,
+                           const TokenizeOptions& options,
+                           const CallOptions& call,
+                           Callback<TokenizeResult> done) {
+  v1::TokenizeRequest request;
+  client_internal::ToProto(texts, options, &request);
+  CallFavor(impl_.get(), &v1::Favor::Stub::async::Tokenize, std::move(request),
+            call, std::move(done));
+}
+
+std::future<absl::StatusOr<TokenizeResult>> Client::TokenizeFuture(
+    absl::Span<const std::string> texts, const TokenizeOptions& options,
+    const CallOptions& call) {
+  return AsFuture<TokenizeResult>([&](Callback<TokenizeResult> done) {
+    TokenizeAsync(texts, options, call, std::move(done));
+  });
+}
+
+absl::StatusOr<TokenizeResult> Client::Tokenize(
+    absl::Span<const std::string> texts, const TokenizeOptions& options,
+    const CallOptions& call) {
+  return TokenizeFuture(texts, options, call).get();
 }
 
 // Attend.
