@@ -53,7 +53,15 @@ ServerMetricsDelta ComputeServerMetricsDelta(
   const HistogramDelta requests =
       HistogramDeltaOf(before, after, kRequestDurationSeconds, match);
   delta.requests = Count(requests.count);
+  delta.request_seconds_total = requests.sum;
   delta.request_seconds_mean = requests.mean();
+  const HistogramDelta tokenization =
+      HistogramDeltaOf(before, after, kTokenizationDurationSeconds, match);
+  delta.tokenizations = Count(tokenization.count);
+  delta.tokenization_seconds_total = tokenization.sum;
+  delta.tokenization_seconds_mean = tokenization.mean();
+  delta.tokenization_share =
+      requests.sum > 0 ? tokenization.sum / requests.sum : 0;
   delta.tokens_processed =
       Count(Delta(before, after, kTokensProcessedTotal, match));
   return delta;
