@@ -333,6 +333,10 @@ absl::Status Tokenize(const std::vector<std::string>& arguments) {
     std::string source;
     absl::StatusOr<std::string> text = favor::cli::ReadInputText(file, &source);
     if (!text.ok()) return text.status();
+    if (text->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no input: ", source, " is empty"));
+    }
     texts.push_back(*std::move(text));
   }
   favor::TokenizeOptions options;
