@@ -22,7 +22,8 @@ exit code:
     spans, bad usage;
   - with DEFAULT_MODEL_DIR: `favor-cli embed "some text"` against the
     build's default model (BERT-base-uncased's tokenizer, random weights),
-    the issue's "done when".
+    the issue's "done when", and README's Python example as written (stubs
+    from protoc and grpc_python_plugin, python3-grpcio).
 
 Usage: cli_text_end_to_end_test.py FAVOR_CLI FAVOR_SERVER FAVOR_MODEL
                                    [DEFAULT_MODEL_DIR]
@@ -30,7 +31,9 @@ Usage: cli_text_end_to_end_test.py FAVOR_CLI FAVOR_SERVER FAVOR_MODEL
 import json
 import math
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -209,9 +212,34 @@ def check_bad_text(cli, server):
     assert code == 0 and "tokenize" in out and "--dimensions" in out, out
 
 
+def check_readme_python(server, tmp):
+    """README's Quick start Python example, as written (stubs generated as it
+    says), against `server` instead of 127.0.0.1:50051."""
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    with open(os.path.join(root, "README.md")) as f:
+        readme = f.read()
+    match = re.search(r"PYTHONPATH=/tmp/favor_py /usr/bin/python3 -c '(.*?)'\n",
+                      readme, re.S)
+    assert match, "README lost its Python example"
+    stubs = os.path.join(tmp, "favor_py")
+    os.makedirs(stubs)
+    subprocess.run(["protoc", "-I" + os.path.join(root, "proto"),
+                    "--python_out=" + stubs, "--grpc_python_out=" + stubs,
+                    "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin",
+                    os.path.join(root, "proto/favor/v1/favor.proto")], check=True)
+    code = match.group(1).replace("127.0.0.1:50051", server.endpoint)
+    result = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True,
+                            text=True, env=dict(os.environ, PYTHONPATH=stubs),
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "default 256 6", lines  # [CLS] hello , world ! [SEP]
+    assert lines[1] == str(["[CLS]", "hello", ",", "world", "!", "[SEP]"]), lines
+
+
 def check_default_model(cli, binary, default_model, tmp):
     """`make serve` then `favor-cli embed "some text"`: the build's default
-    model answers text."""
+    model answers text, and README's Python example runs as written."""
     repository = os.path.join(tmp, "default-repository")
     shutil.copytree(default_model, os.path.join(repository, "default"))
     server = FavorServer(binary, repository, os.path.join(tmp, "default.log"))
@@ -222,6 +250,7 @@ def check_default_model(cli, binary, default_model, tmp):
         assert embedding["num_tokens"] == 4, embedding  # [CLS] some text [SEP]
         tokens = cli_json(cli, server, ["tokenize", "Hello, world!"])
         assert tokens["texts"][0]["ids"] == [101, 7592, 1010, 2088, 999, 102]
+        check_readme_python(server, tmp)
     except BaseException:
         print(server.log())
         raise
