@@ -176,27 +176,25 @@ absl::StatusOr<EmbedResult> Client::Embed(absl::Span<const EmbedInput> inputs,
   return EmbedFuture(inputs, options, call).get();
 }
 
+// The TokenIds forms: the same calls, each sequence one input.
+
 void Client::EmbedAsync(absl::Span<const TokenIds> inputs,
                         const EmbedOptions& options, const CallOptions& call,
                         Callback<EmbedResult> done) {
-  v1::EmbedRequest request;
-  client_internal::ToProto(inputs, options, &request);
-  CallFavor(impl_.get(), &v1::Favor::Stub::async::Embed, std::move(request),
-            call, std::move(done));
+  EmbedAsync(client_internal::ToEmbedInputs(inputs), options, call,
+             std::move(done));
 }
 
 std::future<absl::StatusOr<EmbedResult>> Client::EmbedFuture(
     absl::Span<const TokenIds> inputs, const EmbedOptions& options,
     const CallOptions& call) {
-  return AsFuture<EmbedResult>([&](Callback<EmbedResult> done) {
-    EmbedAsync(inputs, options, call, std::move(done));
-  });
+  return EmbedFuture(client_internal::ToEmbedInputs(inputs), options, call);
 }
 
 absl::StatusOr<EmbedResult> Client::Embed(absl::Span<const TokenIds> inputs,
                                           const EmbedOptions& options,
                                           const CallOptions& call) {
-  return EmbedFuture(inputs, options, call).get();
+  return Embed(client_internal::ToEmbedInputs(inputs), options, call);
 }
 
 // Tokenize.

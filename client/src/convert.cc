@@ -195,14 +195,11 @@ void ToProto(absl::Span<const EmbedInput> inputs, const EmbedOptions& options,
   OptionsToProto(options, proto);
 }
 
-void ToProto(absl::Span<const TokenIds> inputs, const EmbedOptions& options,
-             v1::EmbedRequest* proto) {
-  proto->mutable_inputs()->Reserve(static_cast<int>(inputs.size()));
-  for (const TokenIds& input : inputs) {
-    proto->add_inputs()->mutable_token_ids()->Assign(input.begin(),
-                                                     input.end());
-  }
-  OptionsToProto(options, proto);
+std::vector<EmbedInput> ToEmbedInputs(absl::Span<const TokenIds> inputs) {
+  std::vector<EmbedInput> converted;
+  converted.reserve(inputs.size());
+  for (const TokenIds& ids : inputs) converted.emplace_back(ids);
+  return converted;
 }
 
 EmbedResult FromProto(const v1::EmbedResponse& proto) {

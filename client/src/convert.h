@@ -3,6 +3,8 @@
 #ifndef FAVOR_CLIENT_SRC_CONVERT_H_
 #define FAVOR_CLIENT_SRC_CONVERT_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "favor/attend.h"
@@ -24,9 +26,10 @@ absl::Status FromProtoStatus(const v1::Status& status);
 void ToProto(const Tensor& tensor, v1::Tensor* proto);
 Tensor FromProto(const v1::Tensor& proto);
 
+// Id sequences as the inputs they stand for (the TokenIds overloads).
+std::vector<EmbedInput> ToEmbedInputs(absl::Span<const TokenIds> inputs);
+
 void ToProto(absl::Span<const EmbedInput> inputs, const EmbedOptions& options,
-             v1::EmbedRequest* proto);
-void ToProto(absl::Span<const TokenIds> inputs, const EmbedOptions& options,
              v1::EmbedRequest* proto);
 EmbedResult FromProto(const v1::EmbedResponse& proto);
 

@@ -172,9 +172,7 @@ absl::StatusOr<uint64_t> EmbedStreamer::Send(
 
 absl::StatusOr<uint64_t> EmbedStreamer::Send(absl::Span<const TokenIds> inputs,
                                              const EmbedOptions& options) {
-  v1::EmbedStreamRequest request;
-  client_internal::ToProto(inputs, options, request.mutable_request());
-  return impl_->Send(std::move(request));
+  return Send(client_internal::ToEmbedInputs(inputs), options);
 }
 
 std::optional<StreamedEmbedResult> EmbedStreamer::Next() {

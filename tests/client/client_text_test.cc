@@ -15,31 +15,17 @@
 #include "favor/client.h"
 #include "favor/v1/favor.grpc.pb.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/client/proto_test_util.h"
 
 namespace favor {
 namespace {
 
 using ::testing::ElementsAre;
 
-template <typename Message>
-Message ParseText(const std::string& text) {
-  Message message;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &message))
-      << text;
-  return message;
-}
-
-template <typename Message>
-void ExpectProtoEq(const Message& got, const Message& want) {
-  std::string difference;
-  google::protobuf::util::MessageDifferencer differencer;
-  differencer.ReportDifferencesToString(&difference);
-  EXPECT_TRUE(differencer.Compare(want, got)) << difference;
-}
+using ::favor::testing::ExpectProtoEq;
+using ::favor::testing::ParseText;
 
 // A Favor server that records the requests it gets and answers the
 // responses set before the calls; Tokenize fails `tokenize_failures` times

@@ -9,30 +9,16 @@
 #include <vector>
 
 #include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/client/proto_test_util.h"
 
 namespace favor::client_internal {
 namespace {
 
 using ::testing::ElementsAre;
 
-template <typename Message>
-Message ParseText(const std::string& text) {
-  Message message;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &message))
-      << text;
-  return message;
-}
-
-template <typename Message>
-void ExpectProtoEq(const Message& got, const Message& want) {
-  std::string difference;
-  google::protobuf::util::MessageDifferencer differencer;
-  differencer.ReportDifferencesToString(&difference);
-  EXPECT_TRUE(differencer.Compare(want, got)) << difference;
-}
+using ::favor::testing::ExpectProtoEq;
+using ::favor::testing::ParseText;
 
 TEST(ConvertTest, EmbedInputsCarryTextIdsAndSpans) {
   const std::vector<EmbedInput> inputs = {
@@ -69,19 +55,16 @@ TEST(ConvertTest, EmbedInputsCarryTextIdsAndSpans) {
                 )pb"));
 }
 
-TEST(ConvertTest, TokenIdOverloadSendsTheSameOptions) {
-  EmbedOptions options;
-  options.dimensions = 3;
-  options.chunk_overlap_tokens = 5;
-  options.truncation = Truncation::kChunk;
-  v1::EmbedRequest from_ids;
-  ToProto(std::vector<TokenIds>{{1, 2}}, options, &from_ids);
-  v1::EmbedRequest from_inputs;
-  ToProto(std::vector<EmbedInput>{EmbedInput(TokenIds{1, 2})}, options,
-          &from_inputs);
-  ExpectProtoEq(from_ids, from_inputs);
-  EXPECT_EQ(from_ids.dimensions(), 3);
-  EXPECT_EQ(from_ids.chunk_overlap_tokens(), 5);
+TEST(ConvertTest, TokenIdSequencesBecomeIdInputs) {
+  const std::vector<EmbedInput> inputs =
+      ToEmbedInputs(std::vector<TokenIds>{{1, 2}, {3}});
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_THAT(inputs[0].token_ids, ElementsAre(1u, 2u));
+  EXPECT_THAT(inputs[1].token_ids, ElementsAre(3u));
+  for (const EmbedInput& input : inputs) {
+    EXPECT_EQ(input.text, "");
+    EXPECT_TRUE(input.spans.empty());
+  }
 }
 
 TEST(ConvertTest, EmbeddingsCarrySpansAndChunks) {
