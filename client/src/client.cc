@@ -10,6 +10,7 @@
 #include "convert.h"
 #include "health.h"
 #include "unary_call.h"
+#include "utf8.h"
 
 namespace favor {
 namespace {
@@ -156,6 +157,11 @@ std::vector<std::string> Client::targets() const { return impl_->targets(); }
 void Client::EmbedAsync(absl::Span<const EmbedInput> inputs,
                         const EmbedOptions& options, const CallOptions& call,
                         Callback<EmbedResult> done) {
+  if (absl::Status status = client_internal::CheckInputTexts(inputs);
+      !status.ok()) {
+    done(std::move(status));
+    return;
+  }
   v1::EmbedRequest request;
   client_internal::ToProto(inputs, options, &request);
   CallFavor(impl_.get(), &v1::Favor::Stub::async::Embed, std::move(request),
@@ -203,6 +209,10 @@ void Client::TokenizeAsync(absl::Span<const std::string> texts,
                            const TokenizeOptions& options,
                            const CallOptions& call,
                            Callback<TokenizeResult> done) {
+  if (absl::Status status = client_internal::CheckTexts(texts); !status.ok()) {
+    done(std::move(status));
+    return;
+  }
   v1::TokenizeRequest request;
   client_internal::ToProto(texts, options, &request);
   CallFavor(impl_.get(), &v1::Favor::Stub::async::Tokenize, std::move(request),

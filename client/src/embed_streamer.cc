@@ -11,6 +11,7 @@
 #include "convert.h"
 #include "embed_streamer_impl.h"
 #include "favor/client.h"
+#include "utf8.h"
 
 namespace favor {
 
@@ -165,6 +166,10 @@ EmbedStreamer::~EmbedStreamer() { impl_->Shutdown(); }
 
 absl::StatusOr<uint64_t> EmbedStreamer::Send(
     absl::Span<const EmbedInput> inputs, const EmbedOptions& options) {
+  if (absl::Status status = client_internal::CheckInputTexts(inputs);
+      !status.ok()) {
+    return status;
+  }
   v1::EmbedStreamRequest request;
   client_internal::ToProto(inputs, options, request.mutable_request());
   return impl_->Send(std::move(request));

@@ -2,8 +2,9 @@
 // (RecordingServer: it records every request and answers what the test set):
 // text inputs, spans, dimensions, chunked truncation and its overlap reach
 // the wire in every form (blocking, callback, future, EmbedStreamer); span
-// embeddings and chunk counts come back; Tokenize in its three forms, its
-// errors and its retries; the tokenizer and the text limits of GetModel and
+// embeddings and chunk counts come back; text that is not UTF-8 refused
+// before it is sent; Tokenize in its three forms, its errors and its
+// retries; the tokenizer and the text limits of GetModel and
 // ListModels.
 #include <memory>
 #include <string>
@@ -278,6 +279,34 @@ TEST_F(ClientTextTest, ABracedListOfStringsIsTextInputs) {
   ASSERT_EQ(requests[1].inputs_size(), 1);
   EXPECT_EQ(requests[1].inputs(0).text(), "three");
   EXPECT_EQ(requests[1].inputs(0).token_ids_size(), 0);
+}
+
+TEST_F(ClientTextTest, InvalidUtf8IsRefusedBeforeAnythingIsSent) {
+  const std::vector<EmbedInput> inputs = {EmbedInput("fine"),
+                                          EmbedInput("caf\xc3")};
+  const absl::Status expected = absl::InvalidArgumentError(
+      "inputs[1].text is not valid UTF-8: invalid byte 0xc3 at byte offset 3");
+  EXPECT_EQ(client_->Embed(inputs).status(), expected);
+  EXPECT_EQ(Await<EmbedResult>([&](Callback<EmbedResult> done) {
+              client_->EmbedAsync(inputs, {}, {}, std::move(done));
+            }).status(),
+            expected);
+  EXPECT_EQ(client_->EmbedFuture(inputs).get().status(), expected);
+  absl::StatusOr<std::unique_ptr<EmbedStreamer>> streamer =
+      client_->OpenEmbedStream();
+  ASSERT_TRUE(streamer.ok()) << streamer.status();
+  EXPECT_EQ((*streamer)->Send(inputs).status(), expected);
+  EXPECT_TRUE((*streamer)->Finish().ok());
+  const absl::Status tokenize = absl::InvalidArgumentError(
+      "texts[0] is not valid UTF-8: invalid byte 0xff at byte offset 0");
+  EXPECT_EQ(client_->Tokenize({"\xff"}).status(), tokenize);
+  EXPECT_EQ(Await<TokenizeResult>([&](Callback<TokenizeResult> done) {
+              client_->TokenizeAsync({"\xff"}, {}, {}, std::move(done));
+            }).status(),
+            tokenize);
+  EXPECT_EQ(client_->TokenizeFuture({"\xff"}).get().status(), tokenize);
+  EXPECT_TRUE(server_.embed_requests().empty());
+  EXPECT_TRUE(server_.tokenize_requests().empty());
 }
 
 TEST_F(ClientTextTest, TokenizeInEveryForm) {
