@@ -82,7 +82,8 @@ class Client {
   // Embed: the embeddings of `inputs` (at least one) with one model, in
   // input order. The inputs are copied before any form returns. Inputs are
   // texts or token ids, with spans (EmbedInput); the TokenIds overloads
-  // take plain id sequences.
+  // take plain id sequences. A text that is not valid UTF-8 fails the call
+  // here (INVALID_ARGUMENT, nothing sent).
   absl::StatusOr<EmbedResult> Embed(absl::Span<const EmbedInput> inputs,
                                     const EmbedOptions& options = {},
                                     const CallOptions& call = {});
@@ -104,7 +105,8 @@ class Client {
 
   // Tokenize: `texts` (at least one) split into the model's tokens, as
   // Embed would read them. FAILED_PRECONDITION for a model without a
-  // tokenizer; the limits of EmbedInput::text apply.
+  // tokenizer; the limits of EmbedInput::text apply, and a text that is not
+  // valid UTF-8 fails the call here.
   absl::StatusOr<TokenizeResult> Tokenize(absl::Span<const std::string> texts,
                                           const TokenizeOptions& options = {},
                                           const CallOptions& call = {});

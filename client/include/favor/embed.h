@@ -55,8 +55,9 @@ struct EmbedInput {
       : token_ids(std::move(token_ids_in)), spans(std::move(spans_in)) {}
 
   // Not empty; at most ModelLimits.max_text_bytes_per_call bytes over all
-  // inputs of a call. Invalid UTF-8 is INVALID_ARGUMENT naming the input and
-  // the byte offset.
+  // inputs of a call. Text that is not valid UTF-8 is INVALID_ARGUMENT
+  // naming the input and the byte offset, from the client before anything is
+  // sent (protobuf could not carry it).
   std::string text;
   TokenIds token_ids;
   // Late chunking: the whole input runs through the encoder once, then each
