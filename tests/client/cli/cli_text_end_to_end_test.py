@@ -19,7 +19,7 @@ exit code:
     overlap over the limit;
   - GetModel's tokenizer and text limits;
   - text to a model without a tokenizer (FAILED_PRECONDITION, exit 9), bad
-    spans, bad usage;
+    spans, text that is not UTF-8, bad usage;
   - with DEFAULT_MODEL_DIR: `favor-cli embed "some text"` against the
     build's default model (BERT-base-uncased's tokenizer, random weights),
     the issue's "done when", and README's Python example as written (stubs
@@ -203,6 +203,14 @@ def check_bad_text(cli, server):
                  FAILED_PRECONDITION, "untokenized")
     expect_error([cli, endpoint, "embed", "3 little pigs"], INVALID_ARGUMENT,
                  "give --text")
+    # Not UTF-8 ("caf" and a lone 0xc3 byte, passed through the file system
+    # encoding): refused by the client, naming the input and the offset.
+    not_utf8 = os.fsdecode(b"caf\xc3")
+    expect_error([cli, endpoint, "embed", not_utf8], INVALID_ARGUMENT,
+                 "inputs[0].text is not valid UTF-8: invalid byte 0xc3 at byte "
+                 "offset 3")
+    expect_error([cli, endpoint, "tokenize", "fine", not_utf8],
+                 INVALID_ARGUMENT, "texts[1] is not valid UTF-8")
     expect_error([cli, endpoint, "embed", "--text", "--ids", "x"],
                  INVALID_ARGUMENT, "not both")
     expect_error([cli, endpoint, "embed", ""], INVALID_ARGUMENT, "empty input")
