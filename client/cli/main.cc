@@ -10,7 +10,8 @@
 //   favor-cli [flags] attend             Attend, a JSON summary
 //
 // The exit code is the gRPC status code of the failure (0 OK, 3
-// INVALID_ARGUMENT for bad usage or input, 5 NOT_FOUND, 14 UNAVAILABLE,
+// INVALID_ARGUMENT for bad usage or input, 5 NOT_FOUND, 9
+// FAILED_PRECONDITION (text for a model without a tokenizer), 14 UNAVAILABLE,
 // 16 UNAUTHENTICATED, ...), and the failure is one line on stderr.
 #include <unistd.h>
 
@@ -451,8 +452,8 @@ int main(int argc, char** argv) {
       "  attend            attention on random (or --*_file) Q, K, V of "
       "--shape; prints a summary, --output_file writes the output\n"
       "Exit code: the gRPC status code (0 OK, 3 INVALID_ARGUMENT, 5 "
-      "NOT_FOUND, 14 UNAVAILABLE, 16 UNAUTHENTICATED, ...); errors are one "
-      "line on stderr.");
+      "NOT_FOUND, 9 FAILED_PRECONDITION, 14 UNAVAILABLE, 16 UNAUTHENTICATED, "
+      "...); errors are one line on stderr.");
   return favor::cli::RunToolMain(
       argc, argv, kProgram,
       {"client/cli/main.cc", favor::cli::ConnectionFlagsFile()}, Run);
