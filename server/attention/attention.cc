@@ -151,12 +151,16 @@ void AddGroups(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                const at::Tensor& keep, const at::Tensor& out,
                std::vector<HeadGroup>& groups) {
   if (!q.device().is_cpu()) {
-    groups.push_back({q, k, v, keep, out});
+    groups.push_back({q, k, v, keep, out, {}});
     return;
   }
   for (int64_t h = 0; h < q.size(0); ++h) {
-    groups.push_back({q.narrow(0, h, 1), k.narrow(0, h, 1), v.narrow(0, h, 1),
-                      keep, out.narrow(0, h, 1)});
+    groups.push_back({q.narrow(0, h, 1),
+                      k.narrow(0, h, 1),
+                      v.narrow(0, h, 1),
+                      keep,
+                      out.narrow(0, h, 1),
+                      {}});
   }
 }
 

@@ -16,9 +16,9 @@
 //
 // Devices and precision: any device LibTorch has; inputs float32, float16 or
 // bfloat16 (all arithmetic and accumulation in float32, the output in the
-// input dtype). On CPU the FAVOR+ path uses fused loops and runs (sequence,
-// head, chunk-range) tasks in parallel on at::get_num_threads() threads; call
-// ConfigureCpuParallelism (parallelism.h) once at start-up.
+// input dtype). On CPU the FAVOR+ and FAVOR++ path uses fused loops and runs
+// (sequence, head, chunk-range) tasks in parallel on at::get_num_threads()
+// threads; call ConfigureCpuParallelism (parallelism.h) once at start-up.
 //
 // Errors are returned, never thrown: INVALID_ARGUMENT names the argument and
 // the expected shape, dtype or device.
@@ -41,7 +41,7 @@ struct AttentionOptions {
   Kernel kernel = Kernel::kFavorPositive;
   // Token i attends only to keys j ≤ i (needs as many queries as keys).
   bool causal = false;
-  // ε added to positive features (FAVOR+, hyperbolic, ReLU), after the
+  // ε added to positive features (FAVOR+, FAVOR++, hyperbolic, ReLU), after the
   // stabilising shift, as the reference implementation does.
   float feature_epsilon = 1e-4f;
   // Tokens per chunk for linear kernels. Extra memory per head is about

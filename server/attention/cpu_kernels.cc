@@ -69,6 +69,8 @@ inline Vec16 Load(const float* p) {
   return v;
 }
 
+inline void Store(float* p, const Vec16& v) { std::memcpy(p, &v, sizeof(v)); }
+
 inline float RowMax(const float* row, int64_t cols) {
   float best = -std::numeric_limits<float>::infinity();
   int64_t c = 0;
@@ -81,6 +83,29 @@ inline float RowMax(const float* row, int64_t cols) {
     for (int64_t l = 0; l < kLanes; ++l) best = std::max(best, lanes[l]);
   }
   for (; c < cols; ++c) best = std::max(best, row[c]);
+  return best;
+}
+
+// Maps a row of logits in place (LogitAffine) and returns their max; the
+// plain max for the identity map.
+inline float MapRowAndMax(float* row, int64_t cols, LogitAffine logits) {
+  if (logits.bias == nullptr) return RowMax(row, cols);
+  float best = -std::numeric_limits<float>::infinity();
+  int64_t c = 0;
+  if (cols >= kLanes) {
+    Vec16 lanes = Load(row) * logits.scale + Load(logits.bias);
+    Store(row, lanes);
+    for (c = kLanes; c + kLanes <= cols; c += kLanes) {
+      const Vec16 v = Load(row + c) * logits.scale + Load(logits.bias + c);
+      Store(row + c, v);
+      lanes = lanes > v ? lanes : v;
+    }
+    for (int64_t l = 0; l < kLanes; ++l) best = std::max(best, lanes[l]);
+  }
+  for (; c < cols; ++c) {
+    row[c] = row[c] * logits.scale + logits.bias[c];
+    best = std::max(best, row[c]);
+  }
   return best;
 }
 
@@ -206,7 +231,7 @@ void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
 FAVOR_MULTIVERSION
 float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
                           float* shift, int64_t rows, int64_t cols,
-                          float* column_sums, float empty) {
+                          float* column_sums, float empty, LogitAffine logits) {
   float best = -std::numeric_limits<float>::infinity();
   bool any = false;
   for (int64_t i = 0; i < rows; ++i) {
@@ -215,7 +240,7 @@ float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
       std::fill(row, row + cols, 0.0f);
       continue;
     }
-    const float row_max = RowMax(row, cols);
+    const float row_max = MapRowAndMax(row, cols, logits);
     best = std::max(best, row_max);
     any = true;
     if (row_max > *shift + kMaxShiftGap) {
@@ -231,10 +256,11 @@ float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
 
 FAVOR_MULTIVERSION
 void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
-                          float epsilon, const float* z, float* dot) {
+                          float epsilon, const float* z, float* dot,
+                          LogitAffine logits) {
   for (int64_t i = 0; i < rows; ++i) {
     float* row = u + i * cols;
-    const float offset = RowMax(row, cols) + h[i];
+    const float offset = MapRowAndMax(row, cols, logits) + h[i];
     RowExp()(row, cols, offset, epsilon, nullptr);
     dot[i] = RowDot(row, z, cols);
   }
@@ -249,6 +275,23 @@ void AddKeptRows(const float* x, int64_t rows, int64_t cols, int64_t stride,
     for (int64_t c = 0; c < cols; ++c) sums[c] += row[c];
     sums[cols] += 1.0f;
   }
+}
+
+FAVOR_MULTIVERSION
+void AddKeptMoments(const float* x, int64_t rows, int64_t cols, int64_t stride,
+                    const uint8_t* keep, double* sums,
+                    double* sum_squared_norms, int64_t* count) {
+  double squares = 0;
+  int64_t kept = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (keep != nullptr && keep[i] == 0) continue;
+    const float* row = x + i * stride;
+    squares += RowDot(row, row, cols);
+    for (int64_t c = 0; c < cols; ++c) sums[c] += row[c];
+    ++kept;
+  }
+  *sum_squared_norms += squares;
+  *count += kept;
 }
 
 FAVOR_MULTIVERSION

@@ -20,29 +20,46 @@ void Exp(const float* x, float* y, int64_t n);
 void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
                      float scale, float* h);
 
-// Key features of FAVOR+ in place with a running shift, plus their column
-// sums added to `column_sums` (cols floats), in one pass: u[i, c] = exp(u[i,
-// c] − h[i] − *shift), 0 in rows with keep[i] == 0. The shift is raised to a
-// row's max when that max exceeds it by more than kMaxShiftGap (so nothing
-// overflows), rescaling column_sums and the rows already done. Returns the
-// max of u over kept rows, or `empty` when none is kept.
+// FAVOR++'s map of each row of logits, u[i, c] ↦ scale·u[i, c] + bias[c]
+// (LogitMap in features.h); a null bias is the identity (FAVOR+).
+struct LogitAffine {
+  float scale = 1.0f;
+  const float* bias = nullptr;
+};
+
+// Key features of FAVOR+ (and FAVOR++, after `logits`) in place with a
+// running shift, plus their column sums added to `column_sums` (cols
+// floats), in one pass: u[i, c] = exp(u[i, c] − h[i] − *shift), 0 in rows
+// with keep[i] == 0. The shift is raised to a row's max when that max
+// exceeds it by more than kMaxShiftGap (so nothing overflows), rescaling
+// column_sums and the rows already done. Returns the max of the (mapped) u
+// over kept rows, or `empty` when none is kept.
 constexpr float kMaxShiftGap = 64.0f;
 float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
                           float* shift, int64_t rows, int64_t cols,
-                          float* column_sums, float empty);
+                          float* column_sums, float empty,
+                          LogitAffine logits = {});
 
-// Query features of FAVOR+ in place, each row shifted by its own max, as in
-// the reference implementation: u[i, c] = exp(u[i, c] − h[i] − max_c' u[i,
-// c']) + epsilon; and, in the same pass, dot[i] = Σ_c u[i, c]·z[c] (the
-// normaliser φ(q)ᵀ Σφ(k)).
+// Query features of FAVOR+ (and FAVOR++, after `logits`) in place, each row
+// shifted by its own max, as in the reference implementation: u[i, c] =
+// exp(u[i, c] − h[i] − max_c' u[i, c']) + epsilon; and, in the same pass,
+// dot[i] = Σ_c u[i, c]·z[c] (the normaliser φ(q)ᵀ Σφ(k)).
 void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
-                          float epsilon, const float* z, float* dot);
+                          float epsilon, const float* z, float* dot,
+                          LogitAffine logits = {});
 
 // sums[c] += Σ x[i, c] over rows i with keep[i] (all rows when keep is
 // null), and sums[cols] += the number of such rows; x has row stride
 // `stride`.
 void AddKeptRows(const float* x, int64_t rows, int64_t cols, int64_t stride,
                  const uint8_t* keep, float* sums);
+
+// sums[c] += Σ x[i, c], *sum_squared_norms += Σ ‖x[i]‖² and *count += the
+// number of rows, over rows i with keep[i] (all rows when keep is null), in
+// double (FAVOR++'s statistics); x has row stride `stride`.
+void AddKeptMoments(const float* x, int64_t rows, int64_t cols, int64_t stride,
+                    const uint8_t* keep, double* sums,
+                    double* sum_squared_norms, int64_t* count);
 
 // out[i, c] = num[i, c] / den[i] (num contiguous rows × cols), 0 where den[i]
 // is 0; `out` has row stride `out_stride`.

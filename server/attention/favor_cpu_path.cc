@@ -58,6 +58,14 @@ void MatMul(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,
   }
 }
 
+// The group's FAVOR++ logit map for the raw loops (identity for FAVOR+);
+// the bias is contiguous (FeatureContext::FavorPlusPlusLogits makes it).
+cpu::LogitAffine AffineOf(const HeadGroup& group) {
+  if (!group.logits.scale.defined()) return {};
+  return {group.logits.scale.item<float>(),
+          group.logits.bias.data_ptr<float>()};
+}
+
 // Tokens per step of the CPU path. cpu::Gemm is fastest on blocks whose
 // features stay in the L2 cache between its two products (64 tokens × m =
 // 256 features is 64 KiB); the BLAS wants larger ones to amortise its
@@ -124,6 +132,7 @@ class KeyAccumulator {
   float* const kept_values_;
   std::vector<float> half_;
   const float half_scale_;
+  const cpu::LogitAffine logits_;
   float shift_ = FeatureContext::kEmptyShift;
   float max_seen_ = FeatureContext::kEmptyShift;
 };
@@ -150,7 +159,8 @@ KeyAccumulator::KeyAccumulator(const FeatureContext& context,
       features_(Scratch(ScratchSlot::kFeatures, chunk, m_)),
       kept_values_(Scratch(ScratchSlot::kValueRows, chunk, dv_)),
       half_(chunk),
-      half_scale_(0.5f / std::sqrt(static_cast<float>(d_))) {}
+      half_scale_(0.5f / std::sqrt(static_cast<float>(d_))),
+      logits_(AffineOf(group)) {}
 
 void KeyAccumulator::Step(int64_t start, int64_t rows) {
   const float* x = keys_ + start * key_stride_;
@@ -159,10 +169,10 @@ void KeyAccumulator::Step(int64_t start, int64_t rows) {
          /*accumulate=*/false);
   cpu::RowSquaredNorms(x, rows, d_, key_stride_, half_scale_, half_.data());
   const float shift_before = shift_;
-  max_seen_ = std::max(
-      max_seen_,
-      cpu::ExpWithRunningShift(features_, half_.data(), keep_rows, &shift_,
-                               rows, m_, feature_sums_data_, max_seen_));
+  max_seen_ =
+      std::max(max_seen_, cpu::ExpWithRunningShift(
+                              features_, half_.data(), keep_rows, &shift_, rows,
+                              m_, feature_sums_data_, max_seen_, logits_));
   if (shift_ != shift_before) {
     const float scale = std::exp(shift_before - shift_);
     for (int64_t i = 0; i < m_ * dv_; ++i) sums_data_[i] *= scale;
@@ -189,7 +199,8 @@ KeyState KeyAccumulator::Finish() {
 
 bool FavorCpuPathApplies(const FeatureContext& context,
                          const HeadGroup& group) {
-  return context.kernel() == Kernel::kFavorPositive &&
+  return (context.kernel() == Kernel::kFavorPositive ||
+          context.kernel() == Kernel::kFavorPlusPlus) &&
          group.key.device().is_cpu() && group.key.size(0) == 1 &&
          group.query.scalar_type() == at::kFloat &&
          group.key.scalar_type() == at::kFloat &&
@@ -232,6 +243,7 @@ void QueriesFavorCpu(const FeatureContext& context,
   const float* const sums_data = sums.data_ptr<float>();
   const float* const feature_sums_data = feature_sums.data_ptr<float>();
   float* const outputs = out.data_ptr<float>();
+  const cpu::LogitAffine logits = AffineOf(group);
   for (int64_t start = begin; start < end; start += chunk) {
     const int64_t rows = std::min(end, start + chunk) - start;
     const float* x = queries + start * query_stride;
@@ -239,7 +251,7 @@ void QueriesFavorCpu(const FeatureContext& context,
            /*accumulate=*/false);
     cpu::RowSquaredNorms(x, rows, d, query_stride, half_scale, half.data());
     cpu::QueryFeaturesWithDot(u, half.data(), rows, m, context.epsilon(),
-                              feature_sums_data, denominators.data());
+                              feature_sums_data, denominators.data(), logits);
     MatMul(rows, dv, m, {u, m, 1}, sums_data, dv, numerators, dv,
            /*accumulate=*/false);
     cpu::DivideRows(numerators, denominators.data(), rows, dv,

@@ -1,9 +1,11 @@
-// FAVOR+'s fused CPU path: the key sums and the query outputs of one head
-// group in raw-pointer loops around single-threaded matrix products
+// FAVOR+'s (and FAVOR++'s) fused CPU path: the key sums and the query outputs
+// of one head group in raw-pointer loops around single-threaded matrix products
 // (cpu::Gemm on AVX-512, the BLAS elsewhere), in steps small enough that a
 // step's features stay in the L2 cache between the product that makes them
 // and the one that uses them. It computes what linear_attention.cc's LibTorch
-// path computes for Kernel::kFavorPositive, and is tested against it.
+// path computes for Kernel::kFavorPositive and kFavorPlusPlus (whose per-head
+// logit map, HeadGroup::logits, the exp loops apply), and is tested against
+// it.
 // Implementation detail of server/attention (attention.h is the interface).
 #ifndef FAVOR_SERVER_ATTENTION_FAVOR_CPU_PATH_H_
 #define FAVOR_SERVER_ATTENTION_FAVOR_CPU_PATH_H_
@@ -19,8 +21,8 @@
 
 namespace favor::attention {
 
-// Whether the fused path serves `group`: FAVOR+, on the CPU, one head per
-// group, float32 throughout, rows with unit column stride.
+// Whether the fused path serves `group`: FAVOR+ or FAVOR++, on the CPU, one
+// head per group, float32 throughout, rows with unit column stride.
 bool FavorCpuPathApplies(const FeatureContext& context, const HeadGroup& group);
 
 // The key sums of tokens [begin, end) of `group`, shifted by their own

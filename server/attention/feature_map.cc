@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/attention/favor_plus_plus.h"
 #include "server/attention/features.h"
 #include "server/common/status_macros.h"
 
@@ -17,6 +18,7 @@ namespace {
 double EstimatorScale(Kernel kernel, int64_t num_features) {
   switch (kernel) {
     case Kernel::kFavorPositive:
+    case Kernel::kFavorPlusPlus:
     case Kernel::kTrigonometric:
       return 1.0 / std::sqrt(static_cast<double>(num_features));
     case Kernel::kFavorHyperbolic:
@@ -30,6 +32,7 @@ at::Tensor UnshiftedFeatures(const FeatureContext& context, const at::Tensor& u,
                              const at::Tensor& half) {
   switch (context.kernel()) {
     case Kernel::kFavorPositive:
+    case Kernel::kFavorPlusPlus:
     case Kernel::kFavorHyperbolic:
     case Kernel::kTrigonometric:
     case Kernel::kExp: {
@@ -42,48 +45,123 @@ at::Tensor UnshiftedFeatures(const FeatureContext& context, const at::Tensor& u,
   }
 }
 
+// FAVOR++'s A per matrix of x, (N, 1, 1) float64, checked to be below 1/4.
+absl::StatusOr<at::Tensor> CoefficientPerMatrix(const at::Tensor& x,
+                                                const at::Tensor& a) {
+  if (!a.defined()) {
+    return absl::InvalidArgumentError(
+        "kernel 'favor++' needs its coefficient A (FavorPlusPlusCoefficient)");
+  }
+  const at::IntArrayRef leading = x.sizes().slice(0, x.dim() - 2);
+  at::Tensor per_matrix;
+  try {
+    per_matrix =
+        a.to(x.device(), at::kDouble).expand(leading).reshape({-1, 1, 1});
+  } catch (const c10::Error&) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("favor_plus_plus_a must have shape ", c10::str(leading),
+                     " (x's leading dimensions) or be a single value, got ",
+                     c10::str(a.sizes())));
+  }
+  if ((per_matrix >= 0.25).any().item<bool>()) {
+    return absl::InvalidArgumentError(
+        "favor_plus_plus_a must be below 1/4 (where FAVOR++ is defined)");
+  }
+  return per_matrix;
+}
+
+absl::Status CheckInput(const at::Tensor& x, const char* name) {
+  if (!x.defined() || x.dim() < 2 || !x.is_floating_point()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " must be a floating-point tensor of shape (..., L, d)"));
+  }
+  return absl::OkStatus();
+}
+
+at::Tensor RoleFeatures(const FeatureContext& context, const at::Tensor& u,
+                        const at::Tensor& half, FeatureRole role) {
+  switch (role) {
+    case FeatureRole::kUnshifted:
+      return UnshiftedFeatures(context, u, half);
+    case FeatureRole::kQuery:
+      return context.QueryFeatures(u, half);
+    case FeatureRole::kKey:
+      return context.KeyFeatures(u, half,
+                                 context.KeyShift(u, half, at::Tensor())) +
+             context.epsilon();
+  }
+  return u;
+}
+
 }  // namespace
 
 absl::StatusOr<at::Tensor> FeatureMap(const at::Tensor& x, Kernel kernel,
                                       const at::Tensor& projection,
                                       FeatureRole role, float epsilon) {
+  return FeatureMap(x, kernel, projection, role, epsilon, at::Tensor());
+}
+
+absl::StatusOr<at::Tensor> FeatureMap(const at::Tensor& x, Kernel kernel,
+                                      const at::Tensor& projection,
+                                      FeatureRole role, float epsilon,
+                                      const at::Tensor& favor_plus_plus_a) {
   if (kernel == Kernel::kSoftmaxExact) {
     return absl::InvalidArgumentError(
         "the softmax kernel has no feature map; use a linear kernel");
   }
-  if (!x.defined() || x.dim() < 2 || !x.is_floating_point()) {
-    return absl::InvalidArgumentError(
-        "x must be a floating-point tensor of shape (..., L, d)");
-  }
+  RETURN_IF_ERROR(CheckInput(x, "x"));
   ASSIGN_OR_RETURN(FeatureContext context,
                    FeatureContext::Create(kernel, projection, x.size(-1),
                                           x.device(), epsilon));
+  at::Tensor a;
+  if (kernel == Kernel::kFavorPlusPlus) {
+    ASSIGN_OR_RETURN(a, CoefficientPerMatrix(x, favor_plus_plus_a));
+  }
   try {
     const at::Tensor chunk = x.reshape({-1, x.size(-2), x.size(-1)});
-    const at::Tensor u = context.Project(chunk);
+    const LogitMap logits =
+        a.defined() ? context.FavorPlusPlusLogits(a) : LogitMap{};
+    const at::Tensor u = context.Project(chunk, logits);
     const at::Tensor half = context.HalfSquaredNorm(chunk);
-    at::Tensor features;
-    switch (role) {
-      case FeatureRole::kUnshifted:
-        features = UnshiftedFeatures(context, u, half);
-        break;
-      case FeatureRole::kQuery:
-        features = context.QueryFeatures(u, half);
-        break;
-      case FeatureRole::kKey:
-        features = context.KeyFeatures(
-                       u, half, context.KeyShift(u, half, at::Tensor())) +
-                   context.epsilon();
-        break;
+    at::Tensor features =
+        RoleFeatures(context, u, half, role) *
+        EstimatorScale(kernel, projection.defined() ? projection.size(0) : 1);
+    if (a.defined() && role == FeatureRole::kUnshifted) {
+      // D = (1 − 4A)^(d/4), in double: it reaches 1e4 and more.
+      features = features * (1.0 - 4.0 * a).pow(x.size(-1) / 4.0);
     }
     std::vector<int64_t> shape = x.sizes().vec();
     shape.back() = context.num_features();
-    const double scale =
-        EstimatorScale(kernel, projection.defined() ? projection.size(0) : 1);
-    return (features * scale).reshape(shape);
+    return features.to(at::kFloat).reshape(shape);
   } catch (const c10::Error& error) {
     return absl::InternalError(
         absl::StrCat("feature map failed: ", error.what_without_backtrace()));
+  }
+}
+
+absl::StatusOr<at::Tensor> FavorPlusPlusCoefficient(const at::Tensor& query,
+                                                    const at::Tensor& key) {
+  RETURN_IF_ERROR(CheckInput(query, "query"));
+  RETURN_IF_ERROR(CheckInput(key, "key"));
+  const at::IntArrayRef leading = query.sizes().slice(0, query.dim() - 2);
+  if (key.sizes().slice(0, key.dim() - 2) != leading ||
+      key.size(-1) != query.size(-1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "query (..., Lq, d) and key (..., Lk, d) must share their leading "
+        "dimensions and d, got ",
+        c10::str(query.sizes()), " and ", c10::str(key.sizes())));
+  }
+  const int64_t d = query.size(-1);
+  constexpr int64_t kChunkTokens = 4096;
+  try {
+    const RowMoments q =
+        MomentsOf(query.reshape({-1, query.size(-2), d}), {}, kChunkTokens);
+    const RowMoments k =
+        MomentsOf(key.reshape({-1, key.size(-2), d}), {}, kChunkTokens);
+    return OptimalA(q, k, d).reshape(leading);
+  } catch (const c10::Error& error) {
+    return absl::InternalError(absl::StrCat("FAVOR++ coefficient failed: ",
+                                            error.what_without_backtrace()));
   }
 }
 

@@ -52,15 +52,27 @@ absl::StatusOr<FeatureContext> FeatureContext::Create(
   }
   context.num_features_ = FeatureCount(kernel, projection.size(0), head_dim);
   const double data_scale = std::pow(static_cast<double>(head_dim), -0.25);
-  context.projection_t_ =
-      (projection.to(device, at::kFloat) * data_scale).t().contiguous();
+  const at::Tensor projection32 = projection.to(device, at::kFloat);
+  context.projection_t_ = (projection32 * data_scale).t().contiguous();
+  if (kernel == Kernel::kFavorPlusPlus) {
+    context.row_squared_norms_ = projection32.square().sum(1);
+  }
   return context;
 }
 
-at::Tensor FeatureContext::Project(const at::Tensor& x) const {
+at::Tensor FeatureContext::Project(const at::Tensor& x,
+                                   const LogitMap& logits) const {
   at::Tensor x32 = x.to(at::kFloat);
   if (!projection_t_.defined()) return x32;
-  return at::matmul(x32, projection_t_);
+  if (!logits.scale.defined()) return at::matmul(x32, projection_t_);
+  return at::addcmul(logits.bias, at::matmul(x32, projection_t_), logits.scale);
+}
+
+LogitMap FeatureContext::FavorPlusPlusLogits(const at::Tensor& a) const {
+  const at::Tensor a32 = a.to(at::kFloat);
+  return {at::sqrt(1.0 - 4.0 * a32),
+          (a32 * row_squared_norms_.to(a32.device()).view({1, 1, -1}))
+              .contiguous()};
 }
 
 at::Tensor FeatureContext::HalfSquaredNorm(const at::Tensor& x) const {
@@ -73,6 +85,7 @@ at::Tensor FeatureContext::KeyShift(const at::Tensor& u,
                                     const at::Tensor& keep) const {
   switch (kernel_) {
     case Kernel::kFavorPositive:
+    case Kernel::kFavorPlusPlus:
       return ClampEmpty(MaskRows(u, keep).amax({1, 2}, /*keepdim=*/true));
     case Kernel::kFavorHyperbolic:
       return ClampEmpty(MaskRows(u.abs(), keep).amax({1, 2}, /*keepdim=*/true));
@@ -94,6 +107,7 @@ at::Tensor FeatureContext::KeyFeatures(const at::Tensor& u,
                                        const at::Tensor& shift) const {
   switch (kernel_) {
     case Kernel::kFavorPositive:
+    case Kernel::kFavorPlusPlus:
       return at::exp(u - half_norm - shift);
     case Kernel::kFavorHyperbolic:
       return at::cat(
@@ -117,6 +131,7 @@ at::Tensor FeatureContext::QueryFeatures(const at::Tensor& u,
                                          const at::Tensor& half_norm) const {
   switch (kernel_) {
     case Kernel::kFavorPositive:
+    case Kernel::kFavorPlusPlus:
       return at::exp(u - half_norm - u.amax({-1}, /*keepdim=*/true)) + epsilon_;
     case Kernel::kFavorHyperbolic: {
       const at::Tensor offset =

@@ -3,8 +3,8 @@
 // modules.
 //
 // Every primitive works on a chunk x of shape (G, c, d) (G heads of one
-// sequence, c tokens) in float32 and leaves out the constant factors m^-1/2
-// that cancel in attention's normalisation.
+// sequence, c tokens) in float32 and leaves out the constant factors (m^-1/2,
+// FAVOR++'s D) that cancel in attention's normalisation.
 #ifndef FAVOR_SERVER_ATTENTION_FEATURES_H_
 #define FAVOR_SERVER_ATTENTION_FEATURES_H_
 
@@ -14,6 +14,15 @@
 #include "server/attention/kernel.h"
 
 namespace favor::attention {
+
+// FAVOR++'s per-head affine map of the projection, u ↦ B·u + A‖ω_f‖² (ω_f
+// the unscaled row f of W), which makes its features FAVOR+'s: exp(B·u +
+// A‖ω_f‖² − ‖x'‖²/2 − shift). Undefined members mean the identity (every
+// other kernel).
+struct LogitMap {
+  at::Tensor scale;  // (G, 1, 1): B = √(1 − 4A)
+  at::Tensor bias;   // (G, 1, m): A‖ω_f‖²
+};
 
 class FeatureContext {
  public:
@@ -32,9 +41,15 @@ class FeatureContext {
   // d^-1/4 · Wᵀ, (d, m); undefined for kernels without a projection.
   const at::Tensor& scaled_projection_t() const { return projection_t_; }
 
+  // ‖ω_f‖² of each unscaled row of W, (m); defined for FAVOR++ only.
+  const at::Tensor& row_squared_norms() const { return row_squared_norms_; }
+
   // The projected chunk U: x' Wᵀ with x' = d^-1/4 x for projection kernels,
-  // x itself otherwise (as float32).
-  at::Tensor Project(const at::Tensor& x) const;
+  // mapped by `logits` where defined (FAVOR++), x itself otherwise (as
+  // float32).
+  at::Tensor Project(const at::Tensor& x, const LogitMap& logits = {}) const;
+  // FAVOR++'s map for A of shape (G, 1, 1) (A < 1/4), float32 on A's device.
+  LogitMap FavorPlusPlusLogits(const at::Tensor& a) const;
   // ‖x'‖²/2 per token, (G, c, 1).
   at::Tensor HalfSquaredNorm(const at::Tensor& x) const;
   // The stabilising key shift of a chunk: (G, 1, 1) for scalar shifts,
@@ -61,6 +76,7 @@ class FeatureContext {
   int64_t num_features_ = 0;
   float epsilon_ = 0;
   at::Tensor projection_t_;
+  at::Tensor row_squared_norms_;
 };
 
 }  // namespace favor::attention

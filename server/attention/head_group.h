@@ -11,6 +11,8 @@
 #include <atomic>
 #include <vector>
 
+#include "server/attention/features.h"
+
 namespace favor::attention {
 
 struct HeadGroup {
@@ -19,6 +21,9 @@ struct HeadGroup {
   at::Tensor value;  // (G, Lk, dv)
   at::Tensor keep;   // (Lk) bool on the same device, or undefined: keep all
   at::Tensor out;    // (G, Lq, dv) view the result is written into
+  // FAVOR++ only: the group's own feature map, chosen from its queries and
+  // keys before any feature is computed (favor_plus_plus.h).
+  LogitMap logits;
 };
 
 // A contiguous range [begin, end) of one group's tokens: the unit a CPU

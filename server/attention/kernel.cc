@@ -10,9 +10,10 @@
 namespace favor::attention {
 namespace {
 
-constexpr std::array<std::pair<Kernel, absl::string_view>, 7> kNames = {{
+constexpr std::array<std::pair<Kernel, absl::string_view>, 8> kNames = {{
     {Kernel::kSoftmaxExact, "softmax"},
     {Kernel::kFavorPositive, "favor+"},
+    {Kernel::kFavorPlusPlus, "favor++"},
     {Kernel::kFavorHyperbolic, "hyperbolic"},
     {Kernel::kTrigonometric, "trig"},
     {Kernel::kRelu, "relu"},
@@ -30,6 +31,7 @@ KernelTraits TraitsOf(Kernel kernel) {
       traits.positive = true;
       break;
     case Kernel::kFavorPositive:
+    case Kernel::kFavorPlusPlus:
     case Kernel::kFavorHyperbolic:
       traits.uses_projection = true;
       traits.positive = true;
@@ -57,6 +59,7 @@ int64_t FeatureCount(Kernel kernel, int64_t num_random_features,
                      int64_t head_dim) {
   switch (kernel) {
     case Kernel::kFavorPositive:
+    case Kernel::kFavorPlusPlus:
     case Kernel::kRelu:
       return num_random_features;
     case Kernel::kFavorHyperbolic:

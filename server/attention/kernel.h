@@ -20,6 +20,11 @@ enum class Kernel {
   // FAVOR+: φ(x) = m^-1/2 exp(Wx' − ‖x'‖²/2), x' = d^-1/4 x. Positive,
   // unbiased.
   kFavorPositive,
+  // FAVOR++ (optimal positive random features, Likhosherstov et al. 2022):
+  // φ(x) = m^-1/2 D exp(A‖ω‖² + B Wx' − ‖x'‖²/2), B = √(1 − 4A), D = (1 −
+  // 4A)^(d/4), with A chosen per sequence and head from its queries and keys
+  // (favor_plus_plus.h). Positive, unbiased for any A < 1/4; A = 0 is FAVOR+.
+  kFavorPlusPlus,
   // Hyperbolic positive features: (2m)^-1/2 exp(−‖x'‖²/2) [exp(Wx'),
   // exp(−Wx')].
   kFavorHyperbolic,
@@ -57,8 +62,8 @@ KernelTraits TraitsOf(Kernel kernel);
 int64_t FeatureCount(Kernel kernel, int64_t num_random_features,
                      int64_t head_dim);
 
-// Stable lower-case names ("softmax", "favor+", "hyperbolic", "trig", "relu",
-// "elu+1", "exp") used by configs, the API and metrics labels.
+// Stable lower-case names ("softmax", "favor+", "favor++", "hyperbolic",
+// "trig", "relu", "elu+1", "exp") used by configs, the API and metrics labels.
 absl::string_view KernelName(Kernel kernel);
 absl::StatusOr<Kernel> ParseKernel(absl::string_view name);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/attention/favor_cpu_path.h"
+#include "server/attention/favor_plus_plus.h"
 #include "server/attention/key_state.h"
 
 namespace favor::attention {
@@ -118,7 +119,7 @@ KeyState LinearAttention::AccumulateKeys(const HeadGroup& group, int64_t begin,
     const int64_t stop = std::min(end, start + options_.chunk_tokens);
     const at::Tensor x = group.key.narrow(1, start, stop - start);
     const at::Tensor keep = KeepSlice(group, start, stop);
-    const at::Tensor u = context_.Project(x);
+    const at::Tensor u = context_.Project(x, group.logits);
     const at::Tensor half = context_.HalfSquaredNorm(x);
     if (state.shift.defined()) {
       Rescale(state,
@@ -167,7 +168,7 @@ void LinearAttention::Queries(const HeadGroup& group, const at::Tensor& state,
     const int64_t stop = std::min(end, start + options_.chunk_tokens);
     const at::Tensor x = group.query.narrow(1, start, stop - start);
     const at::Tensor features = context_.QueryFeatures(
-        context_.Project(x), context_.HalfSquaredNorm(x));
+        context_.Project(x, group.logits), context_.HalfSquaredNorm(x));
     group.out.narrow(1, start, stop - start)
         .copy_(DivideByLastColumn(at::bmm(features, state)));
   }
@@ -195,10 +196,10 @@ LinearAttention::ChunkTerms LinearAttention::CausalTerms(
   const at::Tensor xq = group.query.narrow(1, begin, end - begin);
   const at::Tensor xk = group.key.narrow(1, begin, end - begin);
   ChunkTerms terms;
-  terms.query_features = context_.QueryFeatures(context_.Project(xq),
-                                                context_.HalfSquaredNorm(xq));
+  terms.query_features = context_.QueryFeatures(
+      context_.Project(xq, group.logits), context_.HalfSquaredNorm(xq));
   terms.key_features = context_.KeyFeatures(
-      context_.Project(xk), context_.HalfSquaredNorm(xk), shift);
+      context_.Project(xk, group.logits), context_.HalfSquaredNorm(xk), shift);
   if (with_epsilon) terms.key_features.add_(context_.epsilon());
   const at::Tensor keep = KeepSlice(group, begin, end);
   if (keep.defined()) {
@@ -340,10 +341,20 @@ void RunLinearAttention(const FeatureContext& context,
   if (groups.empty()) return;
   const LinearAttention attention(context, options);
   const bool parallel = groups.front().query.device().is_cpu();
+  // FAVOR++ picks each group's feature map from its statistics first; the
+  // causal path uses the whole sequence's (docs/attention.md says why).
+  std::vector<HeadGroup> with_logits;
+  if (context.kernel() == Kernel::kFavorPlusPlus) {
+    with_logits = groups;
+    SetFavorPlusPlusLogits(context, options.chunk_tokens, with_logits,
+                           parallel);
+  }
+  const std::vector<HeadGroup>& work =
+      with_logits.empty() ? groups : with_logits;
   if (options.causal) {
-    RunCausal(attention, options, context.epsilon(), groups, parallel);
+    RunCausal(attention, options, context.epsilon(), work, parallel);
   } else {
-    RunNonCausal(attention, options, groups, parallel);
+    RunNonCausal(attention, options, work, parallel);
   }
 }
 

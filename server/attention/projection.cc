@@ -43,18 +43,38 @@ std::vector<double> OrthogonalBlock(int64_t d, GaussianStream& gaussian) {
   return block;
 }
 
+// Turns an orthonormal block (rows Q_i) into a rotated regular simplex: the
+// unit vectors s_i = √(d/(d−1)) (e_i − 1/d) have s_iᵀs_j = −1/(d − 1), and
+// s_iᵀQ = √(d/(d−1)) (Q_i − Q̄) with Q̄ the mean row. Since Q is Haar, this
+// is a uniformly rotated simplex.
+void RotatedSimplex(int64_t d, std::vector<double>& block) {
+  std::vector<double> mean(d, 0.0);
+  for (int64_t i = 0; i < d; ++i) {
+    for (int64_t c = 0; c < d; ++c) mean[c] += block[i * d + c];
+  }
+  for (double& x : mean) x /= static_cast<double>(d);
+  const double scale =
+      std::sqrt(static_cast<double>(d) / static_cast<double>(d - 1));
+  for (int64_t i = 0; i < d; ++i) {
+    for (int64_t c = 0; c < d; ++c) {
+      block[i * d + c] = scale * (block[i * d + c] - mean[c]);
+    }
+  }
+}
+
 std::vector<double> OrthogonalRows(const ProjectionOptions& options) {
   const int64_t m = options.num_features, d = options.head_dim;
   std::vector<double> rows;
   rows.reserve(m * d);
   for (uint64_t b = 0; static_cast<int64_t>(rows.size()) < m * d; ++b) {
     GaussianStream gaussian(options.seed, StreamId(options.draw_index, b));
-    const std::vector<double> block = OrthogonalBlock(d, gaussian);
+    std::vector<double> block = OrthogonalBlock(d, gaussian);
+    if (options.simplex) RotatedSimplex(d, block);
     const int64_t take = std::min<int64_t>(d * d, m * d - rows.size());
     rows.insert(rows.end(), block.begin(), block.begin() + take);
   }
-  // Each row of an orthogonal block has norm 1; give it the norm a Gaussian
-  // row would have (χ(d)) or √d.
+  // Each row of an orthogonal or simplex block has norm 1; give it the norm
+  // a Gaussian row would have (χ(d)) or √d.
   GaussianStream norms(options.seed, StreamId(options.draw_index, kNormStream));
   for (int64_t i = 0; i < m; ++i) {
     double scale = std::sqrt(static_cast<double>(d));
@@ -90,6 +110,12 @@ absl::StatusOr<at::Tensor> DrawProjection(const ProjectionOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("head_dim (d) must be in [1, ", kMaxHeadDim, "], got ",
                      options.head_dim));
+  }
+  if (options.simplex && (!options.orthogonal || options.head_dim < 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "simplex random features need orthogonal blocks and head_dim (d) >= "
+        "2, got orthogonal = ",
+        options.orthogonal ? "true" : "false", ", d = ", options.head_dim));
   }
   const std::vector<double> rows =
       options.orthogonal ? OrthogonalRows(options) : IidRows(options);

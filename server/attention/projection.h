@@ -21,8 +21,16 @@ struct ProjectionOptions {
   // Schmidt in double precision, which gives the same Haar distribution as
   // QR), stacked to m rows. Otherwise rows are iid N(0, I_d).
   bool orthogonal = true;
-  // Row norms of orthogonal blocks: χ(d)-distributed (the norms of iid
-  // Gaussian rows, so each row is marginally N(0, I_d)) or all exactly √d.
+  // Simplex random features (Reid et al., "Simplex Random Features", ICML
+  // 2023), a refinement of orthogonal blocks: each block's d directions form
+  // a regular simplex (unit vectors with pairwise dot products −1/(d − 1)),
+  // randomly rotated (the simplex times the block's Haar rotation), with the
+  // row norms below. Lowest kernel MSE among weight-independent couplings
+  // of positive random features. Needs `orthogonal` and d ≥ 2.
+  bool simplex = false;
+  // Row norms of orthogonal (and simplex) blocks: χ(d)-distributed (the norms
+  // of iid Gaussian rows, so each row is marginally N(0, I_d)) or all exactly
+  // √d.
   enum class RowNorm { kChi, kSqrtDim };
   RowNorm row_norm = RowNorm::kChi;
   // Seed and draw index: the matrix is a pure function of all fields above
@@ -33,7 +41,8 @@ struct ProjectionOptions {
 };
 
 // Draws W as a contiguous float32 CPU tensor of shape (num_features, head_dim).
-// INVALID_ARGUMENT when num_features or head_dim is below 1 or too large.
+// INVALID_ARGUMENT when num_features or head_dim is below 1 or too large, or
+// for simplex without orthogonal or with head_dim 1.
 absl::StatusOr<at::Tensor> DrawProjection(const ProjectionOptions& options);
 
 }  // namespace favor::attention

@@ -28,6 +28,10 @@ inline constexpr absl::string_view kBatchSizeRequests =
     "favor_batch_size_requests";
 // Tokens per batch: {model}.
 inline constexpr absl::string_view kBatchSizeTokens = "favor_batch_size_tokens";
+// Tokenisation of one call's texts (Embed, a stream message, Tokenize), on
+// the tokenizer threads: {model}.
+inline constexpr absl::string_view kTokenizationDurationSeconds =
+    "favor_tokenization_duration_seconds";
 // Tokens per input (after truncation): {model}.
 inline constexpr absl::string_view kInputLengthTokens =
     "favor_input_length_tokens";
@@ -72,10 +76,11 @@ inline constexpr absl::string_view kMethodEmbedStream = "EmbedStream";
 inline constexpr absl::string_view kMethodAttend = "Attend";
 inline constexpr absl::string_view kMethodListModels = "ListModels";
 inline constexpr absl::string_view kMethodGetModel = "GetModel";
-// All five, in this order: Metrics::DefaultMethods().
+inline constexpr absl::string_view kMethodTokenize = "Tokenize";
+// All six, in this order: Metrics::DefaultMethods().
 inline constexpr absl::string_view kMethods[] = {
-    kMethodEmbed, kMethodEmbedStream, kMethodAttend, kMethodListModels,
-    kMethodGetModel};
+    kMethodEmbed,      kMethodEmbedStream, kMethodAttend,
+    kMethodListModels, kMethodGetModel,    kMethodTokenize};
 
 }  // namespace favor::metrics
 

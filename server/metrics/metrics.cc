@@ -15,6 +15,8 @@ class NoopMetrics final : public Metrics {
   void RecordQueue(absl::string_view model, absl::Duration duration) override {}
   void RecordCompute(absl::string_view model,
                      absl::Duration duration) override {}
+  void RecordTokenization(absl::string_view model,
+                          absl::Duration duration) override {}
   void RecordBatch(absl::string_view model, int64_t num_requests,
                    int64_t num_tokens) override {}
   void RecordInputLength(absl::string_view model, int64_t num_tokens) override {

@@ -38,7 +38,7 @@ namespace favor::metrics {
 
 class Metrics {
  public:
-  // The five Favor RPCs (metric_names.h), Options.methods' default.
+  // The six Favor RPCs (metric_names.h), Options.methods' default.
   static std::vector<std::string> DefaultMethods();
 
   struct Options {
@@ -97,6 +97,9 @@ class Metrics {
   // One batch's computation.
   virtual void RecordCompute(absl::string_view model,
                              absl::Duration duration) = 0;
+  // The tokenisation of one call's texts.
+  virtual void RecordTokenization(absl::string_view model,
+                                  absl::Duration duration) = 0;
   // One batch's size, in requests and in tokens.
   virtual void RecordBatch(absl::string_view model, int64_t num_requests,
                            int64_t num_tokens) = 0;

@@ -89,6 +89,7 @@ struct PrometheusMetrics::Families {
   Family<Histogram>* batch_requests = nullptr;
   Family<Histogram>* batch_tokens = nullptr;
   Family<Histogram>* input_length = nullptr;
+  Family<Histogram>* tokenization_duration = nullptr;
   Family<Gauge>* queue_depth = nullptr;
   Family<Gauge>* in_flight = nullptr;
   Family<Gauge>* model_info = nullptr;
@@ -112,6 +113,7 @@ struct PrometheusMetrics::ModelSeries {
   Histogram* batch_requests = nullptr;
   Histogram* batch_tokens = nullptr;
   Histogram* input_length = nullptr;
+  Histogram* tokenization_duration = nullptr;
   Gauge* queue_depth = nullptr;
   Counter* tokens_processed = nullptr;
   // Indexed by method_index * kNumCodes + code.
@@ -181,6 +183,9 @@ void PrometheusMetrics::BuildFamilies() {
   f.batch_tokens = histogram(kBatchSizeTokens, "Tokens per batch.");
   f.input_length =
       histogram(kInputLengthTokens, "Tokens per input, after truncation.");
+  f.tokenization_duration =
+      histogram(kTokenizationDurationSeconds,
+                "Tokenisation of one call's texts, on the tokenizer threads.");
   f.queue_depth = gauge(kQueueDepth, "Requests waiting in the queue.");
   f.in_flight = gauge(kRequestsInFlight, "Calls started, not yet answered.");
   f.model_info = gauge(kModelInfo, "1 per loaded model; labels say what.");
@@ -237,6 +242,8 @@ PrometheusMetrics::NewModelSeries(const std::string& label) {
   series->batch_requests = &f.batch_requests->Add(model, BatchRequestBuckets());
   series->batch_tokens = &f.batch_tokens->Add(model, TokenBuckets());
   series->input_length = &f.input_length->Add(model, TokenBuckets());
+  series->tokenization_duration =
+      &f.tokenization_duration->Add(model, DurationBucketsSeconds());
   series->queue_depth = &f.queue_depth->Add(model);
   series->tokens_processed = &f.tokens_processed->Add(model);
   series->requests =
@@ -326,6 +333,12 @@ void PrometheusMetrics::RecordQueue(absl::string_view model,
 void PrometheusMetrics::RecordCompute(absl::string_view model,
                                       absl::Duration duration) {
   SeriesOf(model).compute_duration->Observe(absl::ToDoubleSeconds(duration));
+}
+
+void PrometheusMetrics::RecordTokenization(absl::string_view model,
+                                           absl::Duration duration) {
+  SeriesOf(model).tokenization_duration->Observe(
+      absl::ToDoubleSeconds(duration));
 }
 
 void PrometheusMetrics::RecordBatch(absl::string_view model,

@@ -44,6 +44,8 @@ class PrometheusMetrics final : public Metrics {
                      absl::StatusCode code, absl::Duration duration) override;
   void RecordQueue(absl::string_view model, absl::Duration duration) override;
   void RecordCompute(absl::string_view model, absl::Duration duration) override;
+  void RecordTokenization(absl::string_view model,
+                          absl::Duration duration) override;
   void RecordBatch(absl::string_view model, int64_t num_requests,
                    int64_t num_tokens) override;
   void RecordInputLength(absl::string_view model, int64_t num_tokens) override;

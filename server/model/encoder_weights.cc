@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/attention/projection.h"
+#include "server/common/json_parse.h"
 #include "server/common/status_macros.h"
-#include "server/model/json_parse.h"
 #include "server/model/weight_layout.h"
 
 namespace favor::model::internal {

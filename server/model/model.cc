@@ -13,6 +13,7 @@
 #include "server/common/status_macros.h"
 #include "server/model/encoder.h"
 #include "server/model/encoder_weights.h"
+#include "server/model/model_tokenizer.h"
 #include "server/model/pooling.h"
 #include "server/model/safetensors.h"
 #include "server/model/weight_layout.h"
@@ -116,7 +117,8 @@ class TorchModel final : public Model {
  private:
   absl::StatusOr<Embeddings> Compute(absl::Span<const int32_t> token_ids,
                                      absl::Span<const int64_t> offsets,
-                                     Pooling pooling, bool normalize) const;
+                                     Pooling pooling, bool normalize,
+                                     bool include_token_vectors) const;
 
   const ModelDescription description_;
   const Encoder encoder_;
@@ -135,13 +137,22 @@ absl::StatusOr<Embeddings> TorchModel::Embed(
   }
   const bool normalize = options.normalize.value_or(config().normalize);
   return Guarded(absl::StrCat("model '", name(), "'"), [&] {
-    return Compute(token_ids, offsets, pooling, normalize);
+    return Compute(token_ids, offsets, pooling, normalize,
+                   options.include_token_vectors);
   });
+}
+
+// `rows` (float32, any device) into `out`, row-major.
+void CopyToHost(const at::Tensor& rows, std::vector<float>* out) {
+  const at::Tensor host = rows.to(at::kCPU).contiguous();
+  out->resize(host.numel());
+  std::memcpy(out->data(), host.data_ptr<float>(),
+              host.numel() * sizeof(float));
 }
 
 absl::StatusOr<Embeddings> TorchModel::Compute(
     absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
-    Pooling pooling, bool normalize) const {
+    Pooling pooling, bool normalize, bool include_token_vectors) const {
   c10::InferenceMode inference_mode;
   const int64_t count = static_cast<int64_t>(token_ids.size());
   at::Tensor ids = at::empty({count}, at::kLong);
@@ -153,13 +164,14 @@ absl::StatusOr<Embeddings> TorchModel::Compute(
   PackedVectors pooled =
       internal::Pool(vectors, pooling, encoder_.weights().pooler_query);
   if (normalize) internal::NormalizeRows(pooled.values);
-  const at::Tensor host = pooled.values.to(at::kCPU).contiguous();
   Embeddings embeddings;
-  embeddings.dim = host.size(1);
+  embeddings.dim = pooled.values.size(1);
   embeddings.row_offsets = std::move(pooled.offsets);
-  embeddings.values.resize(host.numel());
-  std::memcpy(embeddings.values.data(), host.data_ptr<float>(),
-              host.numel() * sizeof(float));
+  CopyToHost(pooled.values, &embeddings.values);
+  if (include_token_vectors && pooling != Pooling::kNone) {
+    embeddings.token_row_offsets = std::move(vectors.offsets);
+    CopyToHost(vectors.values, &embeddings.token_vectors);
+  }
   return embeddings;
 }
 
@@ -208,6 +220,8 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
   c10::InferenceMode inference_mode;
   ASSIGN_OR_RETURN(ModelConfig config,
                    LoadModelConfig(directory + "/config.json"));
+  ASSIGN_OR_RETURN(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                   LoadModelTokenizer(directory, config));
   ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
                    SafetensorsFile::Open(directory + "/model.safetensors"));
   RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));
@@ -218,6 +232,7 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
       MakeEncoderOptions(config, options, device);
   ModelDescription description =
       Describe(directory, config, options, device, loaded);
+  description.tokenizer = std::move(tokenizer);
   Encoder encoder(std::move(config), std::move(loaded.weights),
                   std::move(encoder_options));
   return std::make_unique<TorchModel>(std::move(description),

@@ -30,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "server/model/model_config.h"
+#include "server/tokenizer/tokenizer.h"
 
 namespace favor::model {
 
@@ -68,6 +69,11 @@ struct ModelOptions {
 struct EmbedOptions {
   std::optional<Pooling> pooling;
   std::optional<bool> normalize;
+  // Also return the output vectors before pooling and normalisation
+  // (Embeddings::token_vectors), from the same forward pass: the service
+  // pools spans from them (late chunking) and answers token embeddings with
+  // them. Ignored with Pooling::kNone, whose rows are those vectors already.
+  bool include_token_vectors = false;
 };
 
 // The output of Embed: `num_rows()` vectors of `dim` floats, row-major.
@@ -89,6 +95,13 @@ struct Embeddings {
   absl::Span<const float> Row(int64_t row) const {
     return absl::MakeConstSpan(values).subspan(row * dim, dim);
   }
+
+  // With EmbedOptions::include_token_vectors (and a pooling other than
+  // kNone): every sequence's output vectors, neither pooled nor normalised,
+  // `dim` floats each; sequence s owns rows [token_row_offsets[s],
+  // token_row_offsets[s + 1]). Empty otherwise.
+  std::vector<int64_t> token_row_offsets;
+  std::vector<float> token_vectors;
 };
 
 // What GetModel reports; fixed at load time.
@@ -113,6 +126,10 @@ struct ModelDescription {
   // Vectors per sequence without pooling: num_latents for
   // "cross_attention", 0 meaning one per token otherwise.
   int64_t vectors_per_sequence = 0;
+  // The tokenizer config.json names (config.tokenizer.file), loaded with
+  // the model; null when it has none (token ids only). Shared so that a
+  // description can be copied; immutable, so used from any thread.
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer;
 };
 
 // Checks a packed batch against a model's limits without computing:
@@ -129,6 +146,7 @@ class Model {
  public:
   // Loads `directory` (a folder holding config.json and model.safetensors;
   // its base name is the model's name): parses and validates the config,
+  // loads the tokenizer it names (model_tokenizer.h),
   // opens the weights with the hardened reader, checks every tensor name and
   // shape against the config (one message listing every problem), and
   // copies the weights to the device in the requested dtype. Errors name

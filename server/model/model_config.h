@@ -49,6 +49,9 @@ enum class BlockType {
 };
 // How a sequence's output vectors become one embedding.
 enum class Pooling { kMean, kCls, kAttention, kNone };
+// How a vocab.txt tokenizer strips accents (Hugging Face's strip_accents:
+// null, true, false).
+enum class AccentStripping { kAsLowercase, kStrip, kKeep };
 
 // Names as config.json spells them.
 absl::string_view NameOf(Activation value);
@@ -58,6 +61,7 @@ absl::string_view NameOf(PositionEmbedding value);
 absl::string_view NameOf(BlockType value);
 absl::string_view NameOf(Pooling value);
 absl::string_view NameOf(attention::ProjectionOptions::RowNorm value);
+absl::string_view NameOf(AccentStripping value);
 
 // Limits ValidateModelConfig enforces; docs/models.md repeats them. They
 // keep a hostile or mistyped config from asking for absurd allocations.
@@ -73,6 +77,8 @@ struct ModelConfigLimits {
   static constexpr int64_t kMaxLatents = 65536;  // latents, inducing points
   static constexpr size_t kMaxVersionBytes = 256;
   static constexpr size_t kMaxConfigFileBytes = size_t{1} << 20;
+  static constexpr int64_t kMaxInputCharsPerWord = int64_t{1} << 20;
+  static constexpr size_t kMaxTokenBytes = 256;  // a special token's spelling
 };
 
 // The "attention" object of config.json.
@@ -94,6 +100,44 @@ struct AttentionConfig {
   // ε added to positive features (FAVOR+, hyperbolic, ReLU). ≥ 0.
   double feature_epsilon = 1e-4;
 };
+
+// The "tokenizer" object of config.json: the file in the model's folder
+// that turns text inputs into token ids (server/tokenizer). The options
+// below the file say what a plain vocab.txt cannot (a tokenizer.json and a
+// SentencePiece .model carry their own); they are ignored for the others.
+struct TokenizerConfig {
+  // A file name in the model's folder (no directory part): "tokenizer.json"
+  // (Hugging Face), a name ending in ".txt" (BERT's vocab.txt, one piece a
+  // line) or in ".model" (SentencePiece). Empty: the model has no tokenizer
+  // and accepts token ids only.
+  std::string file;
+  // vocab.txt: BertNormalizer's options.
+  bool lowercase = true;
+  AccentStripping strip_accents = AccentStripping::kAsLowercase;
+  bool handle_chinese_chars = true;
+  bool clean_text = true;
+  // vocab.txt: WordPiece's options and the special tokens' spellings.
+  std::string unk_token = "[UNK]";
+  std::string continuing_subword_prefix = "##";
+  int64_t max_input_chars_per_word = 100;  // 1 to 2^20
+  std::string cls_token = "[CLS]";
+  std::string sep_token = "[SEP]";
+  std::string pad_token = "[PAD]";
+  std::string mask_token = "[MASK]";
+  // SentencePiece: put <s> before and </s> after every text.
+  bool add_bos = false;
+  bool add_eos = false;
+};
+
+// What a TokenizerConfig's file is, from its name's ending.
+enum class TokenizerFileType {
+  kNone,           // no file: token ids only
+  kTokenizerJson,  // "*.json": Hugging Face's tokenizer.json
+  kVocabTxt,       // "*.txt": one WordPiece piece a line
+  kSentencePiece,  // "*.model"
+  kUnknown,        // any other name (ValidateModelConfig refuses it)
+};
+TokenizerFileType TokenizerFileTypeOf(const TokenizerConfig& tokenizer);
 
 struct ModelConfig {
   // Free-form model version, reported by GetModel. At most 256 bytes.
@@ -153,6 +197,9 @@ struct ModelConfig {
   // L2-normalise pooled embeddings.
   bool normalize = false;
 
+  // ---- Text ----
+  TokenizerConfig tokenizer;
+
   // hidden_size / num_attention_heads (0 before validation guarantees > 0).
   int64_t head_dim() const {
     return num_attention_heads > 0 ? hidden_size / num_attention_heads : 0;
@@ -177,6 +224,8 @@ std::string ModelConfigToJson(const ModelConfig& config);
 
 bool operator==(const AttentionConfig& a, const AttentionConfig& b);
 bool operator!=(const AttentionConfig& a, const AttentionConfig& b);
+bool operator==(const TokenizerConfig& a, const TokenizerConfig& b);
+bool operator!=(const TokenizerConfig& a, const TokenizerConfig& b);
 bool operator==(const ModelConfig& a, const ModelConfig& b);
 bool operator!=(const ModelConfig& a, const ModelConfig& b);
 

@@ -18,6 +18,10 @@ static_assert(internal::AggregateFieldCount<AttentionConfig>() ==
                   ConfigFieldCount<AttentionConfig>(),
               "every AttentionConfig member needs a row in "
               "ConfigFields<AttentionConfig> (model_config_fields.h)");
+static_assert(internal::AggregateFieldCount<TokenizerConfig>() ==
+                  ConfigFieldCount<TokenizerConfig>(),
+              "every TokenizerConfig member needs a row in "
+              "ConfigFields<TokenizerConfig> (model_config_fields.h)");
 static_assert(internal::AggregateFieldCount<ModelConfig>() ==
                   ConfigFieldCount<ModelConfig>(),
               "every ModelConfig member needs a row in "
@@ -49,11 +53,19 @@ absl::string_view NameOf(PositionEmbedding value) { return FindName(value); }
 absl::string_view NameOf(BlockType value) { return FindName(value); }
 absl::string_view NameOf(Pooling value) { return FindName(value); }
 absl::string_view NameOf(RowNorm value) { return FindName(value); }
+absl::string_view NameOf(AccentStripping value) { return FindName(value); }
 
 bool operator==(const AttentionConfig& a, const AttentionConfig& b) {
   return FieldsEqual(a, b);
 }
 bool operator!=(const AttentionConfig& a, const AttentionConfig& b) {
+  return !(a == b);
+}
+
+bool operator==(const TokenizerConfig& a, const TokenizerConfig& b) {
+  return FieldsEqual(a, b);
+}
+bool operator!=(const TokenizerConfig& a, const TokenizerConfig& b) {
   return !(a == b);
 }
 

@@ -14,6 +14,7 @@
 #define FAVOR_SERVER_MODEL_MODEL_CONFIG_FIELDS_H_
 
 #include <cstddef>
+#include <type_traits>
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -53,6 +54,10 @@ inline constexpr EnumName<Pooling> kPoolingNames[] = {
     {Pooling::kCls, "cls"},
     {Pooling::kAttention, "attention"},
     {Pooling::kNone, "none"}};
+inline constexpr EnumName<AccentStripping> kAccentStrippingNames[] = {
+    {AccentStripping::kAsLowercase, "as_lowercase"},
+    {AccentStripping::kStrip, "strip"},
+    {AccentStripping::kKeep, "keep"}};
 inline constexpr EnumName<attention::ProjectionOptions::RowNorm>
     kRowNormNames[] = {
         {attention::ProjectionOptions::RowNorm::kChi, "chi"},
@@ -83,6 +88,15 @@ inline absl::Span<const EnumName<attention::ProjectionOptions::RowNorm>>
 EnumNames(attention::ProjectionOptions::RowNorm) {
   return kRowNormNames;
 }
+inline absl::Span<const EnumName<AccentStripping>> EnumNames(AccentStripping) {
+  return kAccentStrippingNames;
+}
+
+// The members that are JSON objects of their own fields ("attention",
+// "tokenizer"): each has its own table below.
+template <typename T>
+inline constexpr bool kIsNestedConfig =
+    std::is_same_v<T, AttentionConfig> || std::is_same_v<T, TokenizerConfig>;
 
 // ConfigFields<Config>::ForEach(fn) calls fn(json_name, &Config::member) for
 // every field, in the order config.json is written and read (an error names
@@ -102,6 +116,28 @@ struct ConfigFields<AttentionConfig> {
     fn("projection_seed", &C::projection_seed);
     fn("causal", &C::causal);
     fn("feature_epsilon", &C::feature_epsilon);
+  }
+};
+
+template <>
+struct ConfigFields<TokenizerConfig> {
+  template <typename Fn>
+  static constexpr void ForEach(Fn&& fn) {
+    using C = TokenizerConfig;
+    fn("file", &C::file);
+    fn("lowercase", &C::lowercase);
+    fn("strip_accents", &C::strip_accents);
+    fn("handle_chinese_chars", &C::handle_chinese_chars);
+    fn("clean_text", &C::clean_text);
+    fn("unk_token", &C::unk_token);
+    fn("continuing_subword_prefix", &C::continuing_subword_prefix);
+    fn("max_input_chars_per_word", &C::max_input_chars_per_word);
+    fn("cls_token", &C::cls_token);
+    fn("sep_token", &C::sep_token);
+    fn("pad_token", &C::pad_token);
+    fn("mask_token", &C::mask_token);
+    fn("add_bos", &C::add_bos);
+    fn("add_eos", &C::add_eos);
   }
 };
 
@@ -136,6 +172,7 @@ struct ConfigFields<ModelConfig> {
     fn("num_inducing_points", &C::num_inducing_points);
     fn("pooling", &C::pooling);
     fn("normalize", &C::normalize);
+    fn("tokenizer", &C::tokenizer);  // an object: ConfigFields<TokenizerConfig>
   }
 };
 

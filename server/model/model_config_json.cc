@@ -18,7 +18,7 @@ OrderedJson FieldsToJson(const Config& config);
 
 template <typename T>
 OrderedJson FieldToJson(const T& value) {
-  if constexpr (std::is_same_v<T, AttentionConfig>) {
+  if constexpr (internal::kIsNestedConfig<T>) {
     return FieldsToJson(value);
   } else if constexpr (std::is_same_v<T, attention::Kernel>) {
     return std::string(attention::KernelName(value));

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "server/common/json_parse.h"
 #include "server/common/status_macros.h"
-#include "server/model/json_parse.h"
 #include "server/model/model_config.h"
 #include "server/model/model_config_fields.h"
 
@@ -184,7 +184,7 @@ absl::Status ReadFields(FieldReader& reader, Config& config);
 // in which only comments are ignored.
 template <typename T>
 absl::Status ReadField(FieldReader& reader, absl::string_view key, T& out) {
-  if constexpr (std::is_same_v<T, AttentionConfig>) {
+  if constexpr (internal::kIsNestedConfig<T>) {
     ASSIGN_OR_RETURN(const Json* object, reader.Object(key));
     if (object == nullptr) return absl::OkStatus();
     FieldReader nested(*object, absl::StrCat(reader.prefix(), key, "."));

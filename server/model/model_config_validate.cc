@@ -1,7 +1,11 @@
 // ValidateModelConfig: every field against its limits (ModelConfigLimits)
 // and the fields against each other.
 #include <cmath>
+#include <string>
+#include <utility>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 #include "server/model/model_config.h"
@@ -142,14 +146,65 @@ absl::Status ValidateBlocks(const ModelConfig& c) {
                     isab ? Limits::kMaxLatents : 0);
 }
 
+absl::Status CheckTokenSpelling(absl::string_view field,
+                                const std::string& token) {
+  if (!token.empty() && token.size() <= Limits::kMaxTokenBytes) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("field 'tokenizer.", field, "' is ", token.size(),
+                   " bytes long; must be 1 to ", Limits::kMaxTokenBytes));
+}
+
+absl::Status ValidateTokenizer(const ModelConfig& c) {
+  const TokenizerConfig& t = c.tokenizer;
+  // A plain name: the file must be in the model's own folder.
+  if (absl::StrContains(t.file, '/') || absl::StrContains(t.file, '\0') ||
+      t.file == "." || t.file == "..") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("field 'tokenizer.file' is \"", absl::CHexEscape(t.file),
+                     "\"; must be a file name in the model's folder, without "
+                     "a directory"));
+  }
+  if (TokenizerFileTypeOf(t) == TokenizerFileType::kUnknown) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field 'tokenizer.file' is \"", absl::CHexEscape(t.file),
+        "\"; must end in \".json\" (tokenizer.json), \".txt\" (vocab.txt) "
+        "or \".model\" (SentencePiece), or be empty (no tokenizer)"));
+  }
+  RETURN_IF_ERROR(CheckRange("tokenizer.max_input_chars_per_word",
+                             t.max_input_chars_per_word, 1,
+                             Limits::kMaxInputCharsPerWord));
+  for (const auto& [field, token] :
+       {std::pair<absl::string_view, const std::string&>{"unk_token",
+                                                         t.unk_token},
+        {"cls_token", t.cls_token},
+        {"sep_token", t.sep_token},
+        {"pad_token", t.pad_token},
+        {"mask_token", t.mask_token}}) {
+    RETURN_IF_ERROR(CheckTokenSpelling(field, token));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+TokenizerFileType TokenizerFileTypeOf(const TokenizerConfig& tokenizer) {
+  const std::string& file = tokenizer.file;
+  if (file.empty()) return TokenizerFileType::kNone;
+  if (absl::EndsWith(file, ".json")) return TokenizerFileType::kTokenizerJson;
+  if (absl::EndsWith(file, ".txt")) return TokenizerFileType::kVocabTxt;
+  if (absl::EndsWith(file, ".model")) return TokenizerFileType::kSentencePiece;
+  return TokenizerFileType::kUnknown;
+}
 
 absl::Status ValidateModelConfig(const ModelConfig& config) {
   RETURN_IF_ERROR(ValidateVocabulary(config));
   RETURN_IF_ERROR(ValidateShape(config));
   RETURN_IF_ERROR(ValidatePositions(config));
   RETURN_IF_ERROR(ValidateAttention(config));
-  return ValidateBlocks(config);
+  RETURN_IF_ERROR(ValidateBlocks(config));
+  return ValidateTokenizer(config);
 }
 
 }  // namespace favor::model

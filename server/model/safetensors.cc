@@ -13,8 +13,8 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/common/json_parse.h"
 #include "server/common/status_macros.h"
-#include "server/model/json_parse.h"
 #include "server/model/safetensors_header.h"
 
 // The file's bytes are little-endian and views hand them out as they are.

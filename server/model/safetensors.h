@@ -10,13 +10,14 @@
 //
 // The reader treats every file as hostile: whatever the bytes, Open returns a
 // Status and never reads outside the mapping. It checks the header length
-// against the file size and a cap, parses the JSON strictly (json_parse.h),
-// checks every entry's dtype, shape and offsets, and requires the tensors to
-// tile the data buffer exactly (no overlap, no gap, no trailing bytes), as
-// the reference implementation does. Accepted dtypes are F32, F16 and BF16;
-// any other is rejected by name. Errors are INVALID_ARGUMENT (NOT_FOUND or
-// the errno's code when the file cannot be opened) and name the file and,
-// where one is involved, the tensor. docs/models.md lists every check.
+// against the file size and a cap, parses the JSON strictly
+// (server/common/json_parse.h), checks every entry's dtype, shape and offsets,
+// and requires the tensors to tile the data buffer exactly (no overlap, no gap,
+// no trailing bytes), as the reference implementation does. Accepted dtypes are
+// F32, F16 and BF16; any other is rejected by name. Errors are INVALID_ARGUMENT
+// (NOT_FOUND or the errno's code when the file cannot be opened) and name the
+// file and, where one is involved, the tensor. docs/models.md lists every
+// check.
 //
 // One hazard mmap cannot rule out: a file truncated by another process while
 // it is mapped raises SIGBUS on access. Model files are replaced by rename

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/json_parse.h"
 #include "server/common/status_macros.h"
-#include "server/model/json_parse.h"
 
 namespace favor::model::internal {
 namespace {

@@ -52,9 +52,10 @@ struct Header {
 
 // Parses and checks the header of the `size` bytes of a safetensors file
 // (at least kLengthFieldBytes): the length field against the file size and
-// SafetensorsFile::kMaxHeaderBytes, the JSON strictly (json_parse.h), every
-// entry's dtype, shape and offsets, and that the tensors tile the data
-// buffer exactly. Nothing past the header is read.
+// SafetensorsFile::kMaxHeaderBytes, the JSON strictly
+// (server/common/json_parse.h), every entry's dtype, shape and offsets, and
+// that the tensors tile the data buffer exactly. Nothing past the header is
+// read.
 absl::StatusOr<Header> ParseHeader(const std::string& path,
                                    const uint8_t* bytes, size_t size);
 

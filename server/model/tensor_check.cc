@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/model/json_parse.h"
+#include "server/common/json_parse.h"
 #include "server/model/safetensors.h"
 
 namespace favor::model {

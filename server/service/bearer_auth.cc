@@ -146,4 +146,11 @@ grpc::ServerUnaryReactor* BearerAuthService::GetModel(
                             &FavorService::GetModel);
 }
 
+grpc::ServerUnaryReactor* BearerAuthService::Tokenize(
+    grpc::CallbackServerContext* context, const v1::TokenizeRequest* request,
+    v1::TokenizeResponse* response) {
+  return AuthenticatedUnary(context, request, response,
+                            &FavorService::Tokenize);
+}
+
 }  // namespace favor::service

@@ -1,7 +1,7 @@
 // Bearer-token authentication of the favor.v1.Favor service.
 //
 // BearerAuthService wraps a FavorService: every Favor RPC (Embed,
-// EmbedStream, Attend, ListModels, GetModel) must carry the metadata
+// EmbedStream, Attend, ListModels, GetModel, Tokenize) must carry the metadata
 // `authorization: Bearer <token>` with one of the configured tokens, else it
 // is answered UNAUTHENTICATED before the wrapped handler runs. Other
 // services registered on the same server (grpc.health.v1.Health,
@@ -54,6 +54,9 @@ class BearerAuthService final : public v1::Favor::CallbackService {
   grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
                                      const v1::GetModelRequest* request,
                                      v1::GetModelResponse* response) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
 
   // Implementation details follow.
  private:

@@ -1,7 +1,10 @@
 #include "server/service/embed_gather.h"
 
 #include <utility>
+#include <vector>
 
+#include "absl/types/span.h"
+#include "server/service/output_vectors.h"
 #include "server/service/server_timing.h"
 #include "server/service/tensor_codec.h"
 
@@ -52,14 +55,27 @@ void EmbedGather::Release(int count) {
 
 void EmbedGather::Write(int index, const EmbedWork& work) {
   v1::Embedding* embedding = response_->mutable_embeddings(index);
-  embedding->mutable_values()->Add(work.pooled.begin(), work.pooled.end());
+  if (!work.pooled.empty()) {
+    const std::vector<float> values =
+        FinishEmbedding(work.pooled, options_.dimensions, options_.normalize);
+    embedding->mutable_values()->Add(values.begin(), values.end());
+  }
   if (options_.include_token_embeddings) {
+    std::vector<float> rows = work.token_rows;
+    if (options_.normalize) NormalizeRows(dim_, &rows);
     v1::Tensor* tensor = embedding->mutable_token_embeddings();
     tensor->add_shape(work.num_token_rows);
     tensor->add_shape(dim_);
     tensor->set_dtype(options_.token_embeddings_dtype);
-    EncodeFloats(work.token_rows, options_.token_embeddings_dtype,
-                 tensor->mutable_data());
+    EncodeFloats(rows, options_.token_embeddings_dtype, tensor->mutable_data());
+  }
+  for (size_t j = 0; j < work.spans.size(); ++j) {
+    const std::vector<float> values = FinishEmbedding(
+        absl::MakeConstSpan(work.span_means).subspan(j * dim_, dim_),
+        options_.dimensions, options_.normalize);
+    v1::SpanEmbedding* span = embedding->add_spans();
+    span->mutable_values()->Add(values.begin(), values.end());
+    span->set_num_tokens(work.spans[j].size());
   }
   MergeServerTiming(work.queue_time, work.compute_time,
                     response_->mutable_timing());

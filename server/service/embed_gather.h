@@ -36,7 +36,8 @@ class EmbedGather {
               int num_inputs, const ResolvedEmbedOptions& options, int64_t dim);
 
   // Input `index` was answered with `status`; on OK its result, in `work`,
-  // is written into the response (unless an earlier input failed).
+  // is written into the response (unless an earlier input failed), cut to
+  // the call's dimensions and normalised as it asks (output_vectors.h).
   void InputDone(int index, const EmbedWork& work, const absl::Status& status);
 
   // `count` inputs will never be answered (an earlier one was refused and

@@ -3,80 +3,101 @@
 #include <exception>
 #include <map>
 #include <memory>
-#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "glog/logging.h"
 #include "server/common/status_macros.h"
+#include "server/service/span_pooling.h"
 
 namespace favor::service {
+namespace {
 
-// Requests of one batch that share their options.
+bool WantsTokenVectors(const EmbedWork& work) {
+  return work.include_token_embeddings || !work.spans.empty();
+}
+
+// Sequence `s` of `out` into `work`: its pooled row (unless `pooling` is
+// kNone) and what it wants of its token vectors.
+void WriteSequence(const model::Embeddings& out, int64_t s,
+                   model::Pooling pooling, EmbedWork* work) {
+  const bool pooled = pooling != model::Pooling::kNone;
+  const std::vector<float>& values = pooled ? out.token_vectors : out.values;
+  const std::vector<int64_t>& offsets =
+      pooled ? out.token_row_offsets : out.row_offsets;
+  if (pooled) {
+    work->pooled.assign(out.values.begin() + out.row_offsets[s] * out.dim,
+                        out.values.begin() + out.row_offsets[s + 1] * out.dim);
+  }
+  if (!WantsTokenVectors(*work)) return;
+  const auto rows = absl::MakeConstSpan(values).subspan(
+      offsets[s] * out.dim, (offsets[s + 1] - offsets[s]) * out.dim);
+  if (work->include_token_embeddings) {
+    work->token_rows.assign(rows.begin(), rows.end());
+    work->num_token_rows = offsets[s + 1] - offsets[s];
+  }
+  if (!work->spans.empty()) {
+    work->span_means = MeanOfSpans(rows, out.dim, work->spans);
+  }
+}
+
+}  // namespace
+
+// Requests of one batch that one Embed call serves.
 struct EmbedRunner::Group {
-  model::EmbedOptions options;
-  bool wants_pooled = false;
+  model::Pooling pooling = model::Pooling::kMean;
+  bool token_vectors = false;
   std::vector<EmbedWork*> works;
+  std::vector<batching::Request*> requests;
 };
 
 EmbedRunner::EmbedRunner(const model::Model* model, batching::Clock* clock)
     : model_(model), clock_(clock) {}
 
-absl::Status EmbedRunner::RunGroup(const Group& group, bool pooled) const {
-  std::vector<EmbedWork*> works;
-  for (EmbedWork* work : group.works) {
-    if (pooled || work->include_token_embeddings) works.push_back(work);
-  }
-  if (works.empty()) return absl::OkStatus();
+absl::Status EmbedRunner::RunGroup(const Group& group) const {
   std::vector<int32_t> token_ids;
   std::vector<int64_t> offsets = {0};
-  for (const EmbedWork* work : works) {
+  for (const EmbedWork* work : group.works) {
     token_ids.insert(token_ids.end(), work->token_ids.begin(),
                      work->token_ids.end());
     offsets.push_back(static_cast<int64_t>(token_ids.size()));
   }
-  model::EmbedOptions options = group.options;
-  if (!pooled) options.pooling = model::Pooling::kNone;
+  model::EmbedOptions options;
+  options.pooling = group.pooling;
+  options.normalize = false;
+  options.include_token_vectors = group.token_vectors;
   ASSIGN_OR_RETURN(model::Embeddings out,
                    model_->Embed(token_ids, offsets, options));
-  if (out.num_sequences() != static_cast<int64_t>(works.size())) {
-    return absl::InternalError(absl::StrCat("model returned ",
-                                            out.num_sequences(),
-                                            " sequences for ", works.size()));
+  if (out.num_sequences() != static_cast<int64_t>(group.works.size())) {
+    return absl::InternalError(
+        absl::StrCat("model returned ", out.num_sequences(), " sequences for ",
+                     group.works.size()));
   }
-  for (size_t s = 0; s < works.size(); ++s) {
-    const int64_t begin = out.row_offsets[s] * out.dim;
-    const int64_t end = out.row_offsets[s + 1] * out.dim;
-    EmbedWork* work = works[s];
-    std::vector<float>& target = pooled ? work->pooled : work->token_rows;
-    target.assign(out.values.begin() + begin, out.values.begin() + end);
-    if (!pooled)
-      work->num_token_rows = out.row_offsets[s + 1] - out.row_offsets[s];
+  for (size_t s = 0; s < group.works.size(); ++s) {
+    WriteSequence(out, static_cast<int64_t>(s), group.pooling, group.works[s]);
   }
   return absl::OkStatus();
 }
 
 absl::Status EmbedRunner::RunBatch(int worker_index, batching::Batch* batch) {
   const absl::Time start = clock_->Now();
-  // Key: (pooling, normalize); kNone requests go with their normalisation.
-  std::map<std::tuple<int, bool>, Group> groups;
-  std::map<std::tuple<int, bool>, std::vector<batching::Request*>> members;
+  // Key: (pooling, whether the token vectors are wanted).
+  std::map<std::pair<int, bool>, Group> groups;
   for (auto& request : batch->requests) {
     auto* work = static_cast<EmbedWork*>(request->payload.get());
     work->queue_time = start - request->enqueue_time;
-    const auto key =
-        std::make_tuple(static_cast<int>(work->pooling), work->normalize);
-    Group& group = groups[key];
-    group.options.pooling = work->pooling;
-    group.options.normalize = work->normalize;
-    group.wants_pooled = work->pooling != model::Pooling::kNone;
+    const bool vectors = WantsTokenVectors(*work);
+    Group& group = groups[{static_cast<int>(work->pooling), vectors}];
+    group.pooling = work->pooling;
+    group.token_vectors = vectors;
     group.works.push_back(work);
-    members[key].push_back(request.get());
+    group.requests.push_back(request.get());
   }
   for (auto& [key, group] : groups) {
     absl::Status status;
     try {
-      if (group.wants_pooled) status = RunGroup(group, /*pooled=*/true);
-      if (status.ok()) status = RunGroup(group, /*pooled=*/false);
+      status = RunGroup(group);
     } catch (const std::exception& e) {
       status =
           absl::InternalError(absl::StrCat("embedding failed: ", e.what()));
@@ -84,7 +105,9 @@ absl::Status EmbedRunner::RunBatch(int worker_index, batching::Batch* batch) {
     if (!status.ok()) {
       LOG(ERROR) << "model=" << model_->name() << " batch of "
                  << group.works.size() << " sequences failed: " << status;
-      for (batching::Request* request : members[key]) request->Complete(status);
+      for (batching::Request* request : group.requests) {
+        request->Complete(status);
+      }
     }
   }
   const absl::Duration compute_time = clock_->Now() - start;

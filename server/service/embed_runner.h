@@ -1,9 +1,13 @@
 // The ModelRunner of one model's Batcher: packs the batch's sequences into
 // one token list plus offsets, calls Model::Embed, and writes each request's
 // rows back into its payload (EmbedWork). Requests in one batch may ask for
-// different pooling or normalisation; each distinct choice is one Embed call
-// (normally there is one). A request that also wants its token embeddings
-// with a pooled embedding costs a second, unpooled Embed call.
+// different poolings; each distinct choice is one Embed call (normally there
+// is one), and so is wanting the token vectors (for token embeddings or
+// late-chunking spans), which the model returns from the same pass as the
+// pooled rows. The model is asked for raw vectors: the call's
+// normalisation and Matryoshka cut are applied when the answer is written
+// (EmbedGather), and spans are mean-pooled here, on the batch worker, from
+// the sequence's token vectors (span_pooling.h).
 //
 // LibTorch-free: the model's implementation catches its own exceptions and
 // returns Status; anything that still escapes is caught here as INTERNAL.
@@ -18,23 +22,28 @@
 #include "server/batching/clock.h"
 #include "server/batching/model_runner.h"
 #include "server/model/model.h"
+#include "server/service/token_range.h"
 
 namespace favor::service {
 
-// The payload of one Embed input's batching::Request.
+// The payload of one batching::Request: one input of an Embed call, or one
+// window of a TRUNCATION_CHUNK input.
 struct EmbedWork {
   // Input, set by the service.
   std::vector<int32_t> token_ids;
   model::Pooling pooling = model::Pooling::kMean;  // kNone: no pooled vector
-  bool normalize = false;
   bool include_token_embeddings = false;
+  // Late chunking: token ranges of token_ids to mean-pool.
+  std::vector<TokenRange> spans;
 
-  // Output, set by the runner before the request completes with OK.
+  // Output, set by the runner before the request completes with OK; raw:
+  // neither normalised nor cut to `dimensions`.
   std::vector<float> pooled;      // embedding_dim values, or empty
   std::vector<float> token_rows;  // num_token_rows × embedding_dim
   int64_t num_token_rows = 0;
-  absl::Duration queue_time;    // admission to the start of its batch
-  absl::Duration compute_time;  // its batch's computation
+  std::vector<float> span_means;  // spans.size() × embedding_dim
+  absl::Duration queue_time;      // admission to the start of its batch
+  absl::Duration compute_time;    // its batch's computation
 };
 
 class EmbedRunner final : public batching::ModelRunner {
@@ -47,7 +56,7 @@ class EmbedRunner final : public batching::ModelRunner {
   // Implementation details follow.
  private:
   struct Group;
-  absl::Status RunGroup(const Group& group, bool pooled) const;
+  absl::Status RunGroup(const Group& group) const;
 
   const model::Model* const model_;
   batching::Clock* const clock_;

@@ -64,10 +64,14 @@ class EmbedStreamCall final
 
     // Checks `request` at the edge, fills the parts of `response` known
     // before computing, calls `on_model`, then enqueues one batching::Request
-    // per input with `deadline` and `cancellation`. OK: `done` runs exactly
-    // once, when every input is answered (the first failure wins and sets
-    // `cancellation` to drop the others); `response` must live until then.
-    // An error: nothing was enqueued and `done` never runs.
+    // per input (per window with TRUNCATION_CHUNK) with `deadline` and
+    // `cancellation`. A request with text is copied and handed to the
+    // tokenizer threads, which tokenise and enqueue it (a text they refuse
+    // answers through `done`; their full queue is an error returned at
+    // once). OK: `done` runs exactly once, when every input is answered (the
+    // first failure wins and sets `cancellation` to drop the others);
+    // `response` must live until then. An error: nothing was enqueued and
+    // `done` never runs.
     virtual absl::Status StartEmbed(
         const v1::EmbedRequest& request, absl::Time deadline,
         std::shared_ptr<batching::CancellationFlag> cancellation,

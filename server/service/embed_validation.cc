@@ -1,6 +1,6 @@
 #include "server/service/embed_validation.h"
 
-#include <algorithm>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -9,109 +9,172 @@
 namespace favor::service {
 namespace {
 
-// The tokens input `index` keeps under `truncation`, or INVALID_ARGUMENT.
-absl::StatusOr<int64_t> KeptTokens(int index, int64_t num_tokens,
-                                   v1::Truncation truncation,
-                                   const EmbedLimits& limits) {
-  if (num_tokens == 0) {
+absl::Status CheckCounts(int num_inputs, const EmbedLimits& limits,
+                         absl::string_view field, absl::string_view call) {
+  if (num_inputs == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("inputs[", index,
-                     "].token_ids is empty; each input needs at least 1 "
-                     "token"));
+        absl::StrCat(field, " is empty; ", call, " call needs at least 1 ",
+                     field == "inputs" ? "input" : "text"));
   }
-  if (num_tokens <= limits.max_tokens_per_input) return num_tokens;
-  if (truncation == v1::TRUNCATION_LEFT || truncation == v1::TRUNCATION_RIGHT) {
-    return limits.max_tokens_per_input;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "inputs[", index, "].token_ids has ", num_tokens, " tokens; at most ",
-      limits.max_tokens_per_input,
-      " (max_tokens_per_input) unless truncation is TRUNCATION_LEFT or "
-      "TRUNCATION_RIGHT"));
-}
-
-absl::Status CheckCounts(const v1::EmbedRequest& request,
-                         const EmbedLimits& limits) {
-  if (request.inputs_size() == 0) {
+  if (num_inputs > limits.max_inputs_per_call) {
     return absl::InvalidArgumentError(
-        "inputs is empty; an Embed call needs at least 1 input");
-  }
-  if (request.inputs_size() > limits.max_inputs_per_call) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("inputs has ", request.inputs_size(), " inputs; at most ",
+        absl::StrCat(field, " has ", num_inputs, " ", field, "; at most ",
                      limits.max_inputs_per_call, " (max_inputs_per_call)"));
   }
-  switch (request.truncation()) {
-    case v1::TRUNCATION_UNSPECIFIED:
-    case v1::TRUNCATION_NONE:
-    case v1::TRUNCATION_LEFT:
-    case v1::TRUNCATION_RIGHT:
-      return absl::OkStatus();
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("truncation has unknown value ", request.truncation()));
-  }
+  return absl::OkStatus();
 }
 
-absl::Status CheckTokenIds(int index, const v1::EmbedInput& input,
-                           int64_t vocab_size) {
-  for (int j = 0; j < input.token_ids_size(); ++j) {
-    if (static_cast<int64_t>(input.token_ids(j)) >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "inputs[", index, "].token_ids[", j, "] is ", input.token_ids(j),
-          "; must be in [0, ", vocab_size, ") (vocab_size)"));
+// Exactly one of token_ids and text.
+absl::Status CheckInputKind(int index, const v1::EmbedInput& input) {
+  if (input.token_ids_size() == 0 && input.text().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inputs[", index, "].token_ids is empty and inputs[", index,
+        "].text is empty; each input needs at least 1 token id or a "
+        "non-empty text"));
+  }
+  if (input.token_ids_size() != 0 && !input.text().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs[", index,
+                     "] sets both token_ids and text; exactly one of the two"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTextBytes(int64_t bytes, const EmbedLimits& limits,
+                            absl::string_view field) {
+  if (bytes <= limits.max_text_bytes_per_call) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " hold ", bytes, " bytes of text in all; at most ",
+      limits.max_text_bytes_per_call, " (max_text_bytes_per_call)"));
+}
+
+absl::Status CheckTokenizer(const model::ModelDescription& model,
+                            absl::string_view field) {
+  if (model.tokenizer != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      field, ": model '", model.name,
+      "' has no tokenizer (its config.json names no tokenizer file), so it "
+      "takes token_ids only"));
+}
+
+// The spans' count and bounds: [begin, end) inside the input's token ids or
+// text bytes.
+absl::Status CheckSpans(int index, const v1::EmbedInput& input,
+                        const EmbedLimits& limits) {
+  if (input.spans_size() > limits.max_spans_per_input) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs[", index, "].spans has ", input.spans_size(),
+                     " spans; at most ", limits.max_spans_per_input,
+                     " (max_spans_per_input)"));
+  }
+  const bool text = !input.text().empty();
+  const int64_t length =
+      text ? static_cast<int64_t>(input.text().size()) : input.token_ids_size();
+  for (int j = 0; j < input.spans_size(); ++j) {
+    const v1::Span& span = input.spans(j);
+    const std::string name =
+        absl::StrCat("inputs[", index, "].spans[", j, "] is [", span.begin(),
+                     ", ", span.end(), ")");
+    if (span.begin() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "; begin must be >= 0"));
+    }
+    if (span.end() <= span.begin()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": empty; a span needs begin < end"));
+    }
+    if (span.end() > length) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": past the end of the input's ", length,
+                       text ? " bytes of text" : " token ids"));
     }
   }
   return absl::OkStatus();
 }
 
-PreparedInput Truncate(const v1::EmbedInput& input, int64_t kept,
-                       v1::Truncation truncation) {
-  PreparedInput prepared;
-  const int64_t size = input.token_ids_size();
-  const int64_t begin = truncation == v1::TRUNCATION_LEFT ? size - kept : 0;
-  prepared.token_ids.assign(input.token_ids().begin() + begin,
-                            input.token_ids().begin() + begin + kept);
-  prepared.num_truncated_tokens = size - kept;
-  return prepared;
+// What TRUNCATION_CHUNK and late chunking cannot do together.
+absl::Status CheckChoices(const v1::EmbedRequest& request,
+                          const model::ModelDescription& model,
+                          const ResolvedEmbedOptions& options) {
+  const bool chunk = options.truncation == v1::TRUNCATION_CHUNK;
+  if (chunk && options.include_token_embeddings) {
+    return absl::InvalidArgumentError(
+        "truncation TRUNCATION_CHUNK gives one pooled embedding per input, "
+        "pooled from its windows; it cannot return token embeddings "
+        "(include_token_embeddings, POOLING_NONE)");
+  }
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    if (request.inputs(i).spans_size() == 0) continue;
+    if (chunk) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "inputs[", i,
+          "].spans: late chunking pools spans from one pass over the whole "
+          "input; not with truncation TRUNCATION_CHUNK"));
+    }
+    if (model.vectors_per_sequence != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "inputs[", i, "].spans: model '", model.name,
+          "' outputs latents, not one vector per token, so it has no span "
+          "to pool"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 EmbedLimits LimitsFor(const model::ModelDescription& model,
-                      int64_t max_inputs_per_call,
-                      int64_t max_tokens_per_call) {
-  EmbedLimits limits;
-  limits.max_inputs_per_call = max_inputs_per_call;
-  limits.max_tokens_per_call = max_tokens_per_call;
+                      const EmbedLimits& call_limits) {
+  EmbedLimits limits = call_limits;
   limits.max_tokens_per_input = model.config.max_sequence_length;
   limits.vocab_size = model.config.vocab_size;
   return limits;
 }
 
-absl::StatusOr<std::vector<PreparedInput>> PrepareEmbedInputs(
-    const v1::EmbedRequest& request, const EmbedLimits& limits) {
-  RETURN_IF_ERROR(CheckCounts(request, limits));
-  std::vector<int64_t> kept(request.inputs_size());
-  int64_t total = 0;
+bool HasText(const v1::EmbedRequest& request) {
+  for (const v1::EmbedInput& input : request.inputs()) {
+    if (!input.text().empty()) return true;
+  }
+  return false;
+}
+
+absl::Status CheckEmbedRequest(const v1::EmbedRequest& request,
+                               const model::ModelDescription& model,
+                               const ResolvedEmbedOptions& options,
+                               const EmbedLimits& limits) {
+  RETURN_IF_ERROR(
+      CheckCounts(request.inputs_size(), limits, "inputs", "an Embed"));
+  int64_t text_bytes = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
-    ASSIGN_OR_RETURN(kept[i], KeptTokens(i, request.inputs(i).token_ids_size(),
-                                         request.truncation(), limits));
-    RETURN_IF_ERROR(CheckTokenIds(i, request.inputs(i), limits.vocab_size));
-    total += kept[i];
+    RETURN_IF_ERROR(CheckInputKind(i, request.inputs(i)));
+    text_bytes += static_cast<int64_t>(request.inputs(i).text().size());
   }
-  if (total > limits.max_tokens_per_call) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inputs have ", total, " tokens in all (after truncation); at most ",
-        limits.max_tokens_per_call, " (max_tokens_per_call)"));
-  }
-  std::vector<PreparedInput> prepared;
-  prepared.reserve(request.inputs_size());
+  RETURN_IF_ERROR(CheckTextBytes(text_bytes, limits, "inputs"));
   for (int i = 0; i < request.inputs_size(); ++i) {
-    prepared.push_back(
-        Truncate(request.inputs(i), kept[i], request.truncation()));
+    if (!request.inputs(i).text().empty()) {
+      RETURN_IF_ERROR(
+          CheckTokenizer(model, absl::StrCat("inputs[", i, "].text")));
+    }
+    RETURN_IF_ERROR(CheckSpans(i, request.inputs(i), limits));
   }
-  return prepared;
+  return CheckChoices(request, model, options);
+}
+
+absl::Status CheckTokenizeRequest(const v1::TokenizeRequest& request,
+                                  const model::ModelDescription& model,
+                                  const EmbedLimits& limits) {
+  RETURN_IF_ERROR(
+      CheckCounts(request.texts_size(), limits, "texts", "a Tokenize"));
+  int64_t text_bytes = 0;
+  for (int i = 0; i < request.texts_size(); ++i) {
+    if (request.texts(i).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "texts[", i, "] is empty; each text needs at least 1 byte"));
+    }
+    text_bytes += static_cast<int64_t>(request.texts(i).size());
+  }
+  RETURN_IF_ERROR(CheckTextBytes(text_bytes, limits, "texts"));
+  return CheckTokenizer(model, "texts");
 }
 
 namespace {
@@ -169,22 +232,64 @@ absl::StatusOr<v1::Dtype> ResolveOutputDtype(v1::Dtype dtype) {
   }
 }
 
+absl::StatusOr<v1::Truncation> ResolveTruncation(v1::Truncation truncation) {
+  switch (truncation) {
+    case v1::TRUNCATION_UNSPECIFIED:
+      return v1::TRUNCATION_NONE;
+    case v1::TRUNCATION_NONE:
+    case v1::TRUNCATION_LEFT:
+    case v1::TRUNCATION_RIGHT:
+    case v1::TRUNCATION_CHUNK:
+      return truncation;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("truncation has unknown value ", truncation));
+  }
+}
+
+// dimensions in [1, hidden_size] or 0; chunk_overlap_tokens in
+// [0, max_tokens_per_input / 2).
+absl::Status CheckSizes(const v1::EmbedRequest& request,
+                        const model::ModelDescription& model,
+                        const EmbedLimits& limits) {
+  const int64_t hidden = model.embedding_dim;
+  if (request.dimensions() < 0 || request.dimensions() > hidden) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dimensions is ", request.dimensions(), "; must be in [1, ", hidden,
+        "] (hidden_size), or 0 for all"));
+  }
+  const int64_t overlap = request.chunk_overlap_tokens();
+  if (overlap < 0 || 2 * overlap >= limits.max_tokens_per_input) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk_overlap_tokens is ", overlap,
+                     "; must be >= 0 and below half of max_tokens_per_input (",
+                     limits.max_tokens_per_input, ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ResolvedEmbedOptions> ResolveEmbedOptions(
-    const v1::EmbedRequest& request, const model::ModelDescription& model) {
+    const v1::EmbedRequest& request, const model::ModelDescription& model,
+    const EmbedLimits& limits) {
   ResolvedEmbedOptions resolved;
   ASSIGN_OR_RETURN(resolved.pooling, ResolvePooling(request.pooling(), model));
   ASSIGN_OR_RETURN(resolved.normalize,
                    ResolveNormalize(request.normalization(), model));
   ASSIGN_OR_RETURN(resolved.token_embeddings_dtype,
                    ResolveOutputDtype(request.token_embeddings_dtype()));
+  ASSIGN_OR_RETURN(resolved.truncation,
+                   ResolveTruncation(request.truncation()));
   resolved.include_token_embeddings = request.include_token_embeddings() ||
                                       resolved.pooling == model::Pooling::kNone;
   if (!v1::Priority_IsValid(request.priority())) {
     return absl::InvalidArgumentError(
         absl::StrCat("priority has unknown value ", request.priority()));
   }
+  RETURN_IF_ERROR(CheckSizes(request, model, limits));
+  resolved.dimensions = request.dimensions();
+  resolved.chunk_overlap_tokens = request.chunk_overlap_tokens();
   return resolved;
 }
 

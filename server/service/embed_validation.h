@@ -1,32 +1,31 @@
-// Edge checks of an Embed call, before anything is queued: every bad input
-// is INVALID_ARGUMENT with a message naming the field (with its index) and
-// the limit. Nothing is allocated in proportion to a size the client only
-// claims: token counts are read from the parsed message, whose size gRPC's
-// max_message_bytes already bounds.
+// Edge checks of an Embed call, before anything is queued or tokenised:
+// every bad request is INVALID_ARGUMENT (FAILED_PRECONDITION for text to a
+// model without a tokenizer) with a message naming the field (with its
+// index) and the limit. Nothing is allocated in proportion to a size the
+// client only claims: counts are read from the parsed message, whose size
+// gRPC's max_message_bytes already bounds, and the text's bytes are summed
+// before anything is made from them. What the inputs become is
+// embed_inputs.h.
 #ifndef FAVOR_SERVER_SERVICE_EMBED_VALIDATION_H_
 #define FAVOR_SERVER_SERVICE_EMBED_VALIDATION_H_
 
 #include <cstdint>
-#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "favor/v1/favor.pb.h"
 #include "server/model/model.h"
 
 namespace favor::service {
 
-// What one Embed call may ask of one model.
+// What one Embed call (or Tokenize call) may ask of one model.
 struct EmbedLimits {
   int64_t max_inputs_per_call = 1024;
   int64_t max_tokens_per_call = int64_t{1} << 20;
   int64_t max_tokens_per_input = 512;  // the model's max_sequence_length
   int64_t vocab_size = 30522;
-};
-
-// One input, checked and truncated, ready for the batcher.
-struct PreparedInput {
-  std::vector<int32_t> token_ids;
-  int64_t num_truncated_tokens = 0;
+  int64_t max_text_bytes_per_call = int64_t{16} << 20;
+  int64_t max_spans_per_input = 1024;
 };
 
 // The request's per-call choices, resolved against the model's defaults.
@@ -35,19 +34,43 @@ struct ResolvedEmbedOptions {
   bool normalize = false;
   bool include_token_embeddings = false;  // always true with kNone
   v1::Dtype token_embeddings_dtype = v1::DTYPE_FLOAT32;
+  // Values kept of each pooled and span embedding; 0: all (hidden_size).
+  int64_t dimensions = 0;
+  // TRUNCATION_NONE, _LEFT, _RIGHT or _CHUNK (UNSPECIFIED resolved).
+  v1::Truncation truncation = v1::TRUNCATION_NONE;
+  int64_t chunk_overlap_tokens = 0;
 };
 
+// `call_limits`' call-wide limits, with the model's own (max_tokens_per_input
+// is its max_sequence_length, vocab_size its vocab_size).
 EmbedLimits LimitsFor(const model::ModelDescription& model,
-                      int64_t max_inputs_per_call, int64_t max_tokens_per_call);
+                      const EmbedLimits& call_limits);
 
-// Checks the inputs against `limits` and applies the truncation policy.
-absl::StatusOr<std::vector<PreparedInput>> PrepareEmbedInputs(
-    const v1::EmbedRequest& request, const EmbedLimits& limits);
-
-// Checks the enums (pooling, normalization, truncation, dtype, priority) and
-// resolves the unspecified ones against `model`.
+// Checks the enums (pooling, normalization, truncation, dtype, priority),
+// dimensions and chunk_overlap_tokens, and resolves the unspecified ones
+// against `model`.
 absl::StatusOr<ResolvedEmbedOptions> ResolveEmbedOptions(
-    const v1::EmbedRequest& request, const model::ModelDescription& model);
+    const v1::EmbedRequest& request, const model::ModelDescription& model,
+    const EmbedLimits& limits);
+
+// Checks what can be checked before tokenising: the number of inputs, that
+// each has token ids or text (exactly one), the call's bytes of text, that
+// the model has a tokenizer when there is text, and the spans' count and
+// bounds; and that the choices in `options` go together (no spans or token
+// embeddings with TRUNCATION_CHUNK).
+absl::Status CheckEmbedRequest(const v1::EmbedRequest& request,
+                               const model::ModelDescription& model,
+                               const ResolvedEmbedOptions& options,
+                               const EmbedLimits& limits);
+
+// The same for Tokenize: the number of texts, none empty, their bytes, and
+// the model's tokenizer.
+absl::Status CheckTokenizeRequest(const v1::TokenizeRequest& request,
+                                  const model::ModelDescription& model,
+                                  const EmbedLimits& limits);
+
+// Whether any input of `request` is text.
+bool HasText(const v1::EmbedRequest& request);
 
 }  // namespace favor::service
 

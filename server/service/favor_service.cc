@@ -7,9 +7,11 @@
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
+#include "server/service/chunk_gather.h"
 #include "server/service/embed_gather.h"
 #include "server/service/model_info.h"
 #include "server/service/server_timing.h"
+#include "server/service/tokenize_texts.h"
 #include "server/service/unary_call.h"
 
 namespace favor::service {
@@ -47,10 +49,12 @@ absl::StatusOr<std::unique_ptr<FavorService>> FavorService::Create(
     return absl::InvalidArgumentError("FavorService needs at least one model");
   }
   if (options.max_inputs_per_call < 1 || options.max_tokens_per_call < 1 ||
-      options.max_stream_messages_in_flight < 1) {
+      options.max_stream_messages_in_flight < 1 ||
+      options.max_text_bytes_per_call < 1 || options.max_spans_per_input < 0) {
     return absl::InvalidArgumentError(
-        "FavorService::Options: max_inputs_per_call, max_tokens_per_call and "
-        "max_stream_messages_in_flight must be >= 1");
+        "FavorService::Options: max_inputs_per_call, max_tokens_per_call, "
+        "max_stream_messages_in_flight and max_text_bytes_per_call must be "
+        ">= 1, max_spans_per_input >= 0");
   }
   std::unique_ptr<FavorService> service(
       new FavorService(options, metrics, clock));
@@ -59,6 +63,7 @@ absl::StatusOr<std::unique_ptr<FavorService>> FavorService::Create(
   }
   RETURN_IF_ERROR(service->ChooseDefaultModel());
   RETURN_IF_ERROR(service->StartAttendBatcher());
+  RETURN_IF_ERROR(service->StartTokenizerPool());
   return service;
 }
 
@@ -69,8 +74,12 @@ absl::Status FavorService::AddModel(const model::Model* model) {
   }
   auto entry = std::make_unique<ModelEntry>();
   entry->model = model;
-  entry->limits = LimitsFor(model->description(), options_.max_inputs_per_call,
-                            options_.max_tokens_per_call);
+  EmbedLimits call_limits;
+  call_limits.max_inputs_per_call = options_.max_inputs_per_call;
+  call_limits.max_tokens_per_call = options_.max_tokens_per_call;
+  call_limits.max_text_bytes_per_call = options_.max_text_bytes_per_call;
+  call_limits.max_spans_per_input = options_.max_spans_per_input;
+  entry->limits = LimitsFor(model->description(), call_limits);
   entry->runner = std::make_unique<EmbedRunner>(model, clock_);
   entry->observer =
       std::make_unique<metrics::BatcherMetrics>(metrics_, model->name());
@@ -109,6 +118,15 @@ absl::Status FavorService::StartAttendBatcher() {
   return absl::OkStatus();
 }
 
+absl::Status FavorService::StartTokenizerPool() {
+  TaskPool::Options pool;
+  pool.name = "tokenizer";
+  pool.num_threads = options_.tokenizer_threads;
+  pool.max_queued_tasks = options_.max_queued_tokenizations;
+  ASSIGN_OR_RETURN(tokenizer_pool_, TaskPool::Create(pool));
+  return absl::OkStatus();
+}
+
 FavorService::~FavorService() { Shutdown(absl::ZeroDuration()); }
 
 void FavorService::StartDraining() { draining_.store(true); }
@@ -116,6 +134,8 @@ void FavorService::StartDraining() { draining_.store(true); }
 void FavorService::Shutdown(absl::Duration drain_timeout) {
   StartDraining();
   const absl::Time deadline = clock_->Now() + drain_timeout;
+  // Tokenising calls finish first: they enqueue into the batchers.
+  if (tokenizer_pool_ != nullptr) tokenizer_pool_->Shutdown();
   for (auto& [name, entry] : models_) {
     entry->batcher->Shutdown(
         std::max(deadline - clock_->Now(), absl::ZeroDuration()));
@@ -173,33 +193,137 @@ absl::Status FavorService::StartEmbed(
     const v1::EmbedRequest& request, absl::Time deadline,
     std::shared_ptr<batching::CancellationFlag> cancellation, OnModel on_model,
     absl::AnyInvocable<void(absl::Status)> done, v1::EmbedResponse* response) {
-  ASSIGN_OR_RETURN(PreparedEmbed prepared, PrepareEmbed(request, response));
-  on_model(prepared.entry->model->name(), prepared.entry->batcher.get());
-  EnqueueEmbed(std::move(prepared), deadline, std::move(cancellation),
-               std::move(done), response);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<FavorService::PreparedEmbed> FavorService::PrepareEmbed(
-    const v1::EmbedRequest& request, v1::EmbedResponse* response) {
   PreparedEmbed prepared;
   ASSIGN_OR_RETURN(prepared.entry, FindModel(request.model()));
   const model::ModelDescription& model = prepared.entry->model->description();
-  ASSIGN_OR_RETURN(prepared.inputs,
-                   PrepareEmbedInputs(request, prepared.entry->limits));
-  ASSIGN_OR_RETURN(prepared.options, ResolveEmbedOptions(request, model));
+  ASSIGN_OR_RETURN(prepared.options,
+                   ResolveEmbedOptions(request, model, prepared.entry->limits));
+  RETURN_IF_ERROR(CheckEmbedRequest(request, model, prepared.options,
+                                    prepared.entry->limits));
   prepared.priority = PriorityOf(request.priority());
+  if (!HasText(request)) {
+    RETURN_IF_ERROR(PrepareEmbed(request, &prepared, response));
+    on_model(model.name, prepared.entry->batcher.get());
+    EnqueueEmbed(std::move(prepared), deadline, std::move(cancellation),
+                 std::move(done), response);
+    return absl::OkStatus();
+  }
+  on_model(model.name, prepared.entry->batcher.get());
+  // The task owns a copy: a stream's request is its read buffer, reused as
+  // soon as this returns.
+  auto task = [this, owned = std::make_shared<v1::EmbedRequest>(request),
+               prepared = std::move(prepared), deadline, cancellation,
+               done = std::move(done), response]() mutable {
+    RunTextEmbed(*owned, std::move(prepared), deadline, std::move(cancellation),
+                 std::move(done), response);
+  };
+  return tokenizer_pool_->Schedule(std::move(task));
+}
+
+absl::Status FavorService::PrepareEmbed(const v1::EmbedRequest& request,
+                                        PreparedEmbed* prepared,
+                                        v1::EmbedResponse* response) {
+  const model::ModelDescription& model = prepared->entry->model->description();
+  ASSIGN_OR_RETURN(
+      prepared->inputs,
+      PrepareEmbedInputs(request, prepared->options, prepared->entry->limits,
+                         model.tokenizer.get()));
   response->set_model(model.name);
   response->set_model_version(model.config.version);
   int64_t num_tokens = 0;
-  for (const PreparedInput& input : prepared.inputs) {
+  for (const PreparedInput& input : prepared->inputs) {
     v1::Embedding* embedding = response->add_embeddings();
     embedding->set_num_tokens(static_cast<int64_t>(input.token_ids.size()));
     embedding->set_num_truncated_tokens(input.num_truncated_tokens);
+    embedding->set_num_chunks(input.num_windows());
     num_tokens += embedding->num_tokens();
   }
   response->set_num_tokens(num_tokens);
-  return prepared;
+  return absl::OkStatus();
+}
+
+void FavorService::RunTextEmbed(
+    const v1::EmbedRequest& request, PreparedEmbed prepared,
+    absl::Time deadline,
+    std::shared_ptr<batching::CancellationFlag> cancellation,
+    absl::AnyInvocable<void(absl::Status)> done, v1::EmbedResponse* response) {
+  if (cancellation->cancelled()) {
+    done(absl::CancelledError("the call was cancelled before tokenisation"));
+    return;
+  }
+  const absl::Time start = absl::Now();
+  absl::Status status = PrepareEmbed(request, &prepared, response);
+  metrics_->RecordTokenization(prepared.entry->model->name(),
+                               absl::Now() - start);
+  if (!status.ok()) {
+    done(status);
+    return;
+  }
+  EnqueueEmbed(std::move(prepared), deadline, std::move(cancellation),
+               std::move(done), response);
+}
+
+bool FavorService::EnqueueWork(
+    ModelEntry* entry, const PreparedEmbed& prepared,
+    std::shared_ptr<EmbedWork> work, absl::Time deadline,
+    const std::shared_ptr<batching::CancellationFlag>& cancellation,
+    absl::AnyInvocable<void(const EmbedWork&, absl::Status)> on_done) {
+  work->pooling = prepared.options.pooling;
+  work->include_token_embeddings = prepared.options.include_token_embeddings;
+  auto request = std::make_unique<batching::Request>(
+      [this, entry, work,
+       on_done = std::move(on_done)](absl::Status status) mutable {
+        RecordQueueDepth(*entry);
+        on_done(*work, status);
+      });
+  request->num_tokens = static_cast<int64_t>(work->token_ids.size());
+  request->priority = prepared.priority;
+  request->deadline = deadline;
+  request->cancellation = cancellation;
+  request->payload = work;
+  metrics_->RecordInputLength(entry->model->name(), request->num_tokens);
+  return entry->batcher->Enqueue(std::move(request)).ok();
+}
+
+bool FavorService::EnqueueInput(
+    ModelEntry* entry, const PreparedEmbed& prepared, PreparedInput input,
+    const std::shared_ptr<EmbedGather>& gather, int index, absl::Time deadline,
+    const std::shared_ptr<batching::CancellationFlag>& cancellation) {
+  auto work = std::make_shared<EmbedWork>();
+  work->token_ids = std::move(input.token_ids);
+  work->spans = std::move(input.spans);
+  return EnqueueWork(
+      entry, prepared, std::move(work), deadline, cancellation,
+      [gather, index](const EmbedWork& done, absl::Status status) {
+        gather->InputDone(index, done, status);
+      });
+}
+
+bool FavorService::EnqueueWindows(
+    ModelEntry* entry, const PreparedEmbed& prepared,
+    const PreparedInput& input, const std::shared_ptr<EmbedGather>& gather,
+    int index, absl::Time deadline,
+    const std::shared_ptr<batching::CancellationFlag>& cancellation) {
+  const int num_windows = static_cast<int>(input.num_windows());
+  std::vector<int64_t> sizes(num_windows);
+  for (int w = 0; w < num_windows; ++w) {
+    sizes[w] = input.window_offsets[w + 1] - input.window_offsets[w];
+  }
+  auto chunks = std::make_shared<ChunkGather>(gather, index, std::move(sizes));
+  for (int w = 0; w < num_windows; ++w) {
+    auto work = std::make_shared<EmbedWork>();
+    work->token_ids.assign(
+        input.token_ids.begin() + input.window_offsets[w],
+        input.token_ids.begin() + input.window_offsets[w + 1]);
+    if (!EnqueueWork(entry, prepared, std::move(work), deadline, cancellation,
+                     [chunks, w](const EmbedWork& done, absl::Status status) {
+                       chunks->WindowDone(w, done, status);
+                     })) {
+      chunks->Release(num_windows - w - 1);
+      return false;
+    }
+  }
+  return true;
 }
 
 void FavorService::EnqueueEmbed(
@@ -212,23 +336,13 @@ void FavorService::EnqueueEmbed(
       std::move(done), cancellation, entry->batcher.get(), response, num_inputs,
       prepared.options, entry->model->description().embedding_dim);
   for (int i = 0; i < num_inputs; ++i) {
-    auto work = std::make_shared<EmbedWork>();
-    work->token_ids = std::move(prepared.inputs[i].token_ids);
-    work->pooling = prepared.options.pooling;
-    work->normalize = prepared.options.normalize;
-    work->include_token_embeddings = prepared.options.include_token_embeddings;
-    auto request = std::make_unique<batching::Request>(
-        [this, entry, gather, work, i](absl::Status status) {
-          RecordQueueDepth(*entry);
-          gather->InputDone(i, *work, status);
-        });
-    request->num_tokens = static_cast<int64_t>(work->token_ids.size());
-    request->priority = prepared.priority;
-    request->deadline = deadline;
-    request->cancellation = cancellation;
-    request->payload = work;
-    metrics_->RecordInputLength(entry->model->name(), request->num_tokens);
-    if (!entry->batcher->Enqueue(std::move(request)).ok()) {
+    PreparedInput& input = prepared.inputs[i];
+    const bool enqueued = input.window_offsets.empty()
+                              ? EnqueueInput(entry, prepared, std::move(input),
+                                             gather, i, deadline, cancellation)
+                              : EnqueueWindows(entry, prepared, input, gather,
+                                               i, deadline, cancellation);
+    if (!enqueued) {
       gather->Release(num_inputs - i - 1);
       break;
     }
@@ -298,6 +412,36 @@ grpc::ServerUnaryReactor* FavorService::GetModel(
     *response->mutable_model() = entry->info;
     call->Answer(absl::OkStatus());
     return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* FavorService::Tokenize(
+    grpc::CallbackServerContext* context, const v1::TokenizeRequest* request,
+    v1::TokenizeResponse* response) {
+  return StartUnary(context, metrics::kMethodTokenize, [&](UnaryCall* call) {
+    return StartTokenize(call, *request, response);
+  });
+}
+
+absl::Status FavorService::StartTokenize(UnaryCall* call,
+                                         const v1::TokenizeRequest& request,
+                                         v1::TokenizeResponse* response) {
+  ASSIGN_OR_RETURN(ModelEntry * entry, FindModel(request.model()));
+  const model::ModelDescription& model = entry->model->description();
+  call->set_model(model.name);
+  RETURN_IF_ERROR(CheckTokenizeRequest(request, model, entry->limits));
+  response->set_model(model.name);
+  // The request and response live until the call is answered.
+  return tokenizer_pool_->Schedule([this, call, &request, &model, response] {
+    if (call->cancellation()->cancelled()) {
+      call->Answer(absl::CancelledError("the call was cancelled"));
+      return;
+    }
+    const absl::Time start = absl::Now();
+    const absl::Status status =
+        TokenizeTexts(request, *model.tokenizer, response);
+    metrics_->RecordTokenization(model.name, absl::Now() - start);
+    call->Answer(status);
   });
 }
 

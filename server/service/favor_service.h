@@ -4,14 +4,19 @@
 // and handed to a Batcher, and answered later from the batch worker through
 // the requests' done callbacks (unary_call.h).
 //
-// Embed: one Request per input, into the model's Batcher, whose EmbedRunner
-// packs each batch into one Model::Embed call. The call is answered when all
-// of its inputs are (embed_gather.h); the first failure answers it and drops
-// its other inputs. EmbedStream: a reactor of its own (embed_stream_call.h)
-// that starts each message through the same StartEmbed. Attend: one Request per
-// call into the Attend batcher (one request per batch), whose AttendRunner runs
-// the attention library. ListModels / GetModel answer at once from the models'
-// descriptions and the limits in Options.
+// Embed: one Request per input (per window with TRUNCATION_CHUNK), into the
+// model's Batcher, whose EmbedRunner packs each batch into one Model::Embed
+// call. The call is answered when all of its inputs are (embed_gather.h);
+// the first failure answers it and drops its other inputs. A call with text
+// is checked in the handler, then tokenised on the tokenizer threads
+// (task_pool.h, text_input.h), never in a gRPC reactor nor on a batch
+// worker; those threads enqueue its inputs. EmbedStream: a reactor of its
+// own (embed_stream_call.h) that starts each message through the same
+// StartEmbed. Tokenize: on the tokenizer threads too (tokenize_texts.h).
+// Attend: one Request per call into the Attend batcher (one request per
+// batch), whose AttendRunner runs the attention library. ListModels /
+// GetModel answer at once from the models' descriptions and the limits in
+// Options.
 //
 // Draining: after StartDraining() every new call is answered UNAVAILABLE;
 // Shutdown() also drains the batchers (queued work still runs, until the
@@ -41,9 +46,12 @@
 #include "server/model/model.h"
 #include "server/service/attend_runner.h"
 #include "server/service/attend_validation.h"
+#include "server/service/embed_gather.h"
+#include "server/service/embed_inputs.h"
 #include "server/service/embed_runner.h"
 #include "server/service/embed_stream_call.h"
 #include "server/service/embed_validation.h"
+#include "server/service/task_pool.h"
 
 namespace favor::service {
 
@@ -62,6 +70,19 @@ class FavorService final : public v1::Favor::CallbackService,
     // each model's max_sequence_length.
     int64_t max_inputs_per_call = 1024;
     int64_t max_tokens_per_call = int64_t{1} << 20;
+    // Bytes of text over all inputs of one Embed call, stream message or
+    // Tokenize call (ModelLimits.max_text_bytes_per_call), checked before
+    // anything is made from the text. 16 MiB holds about three million
+    // tokens of English.
+    int64_t max_text_bytes_per_call = int64_t{16} << 20;
+    // Late-chunking spans in one input (ModelLimits.max_spans_per_input).
+    int64_t max_spans_per_input = 1024;
+    // Threads that tokenise text (Embed, EmbedStream, Tokenize), and how
+    // many calls may wait for them before one is refused with
+    // RESOURCE_EXHAUSTED (retryable). WordPiece reads 20 MB/s or more per
+    // thread, so a few threads keep up with the encoder.
+    int tokenizer_threads = 2;
+    int64_t max_queued_tokenizations = 1024;
     // Messages of one EmbedStream read but not yet answered; the server
     // stops reading the stream at this many (backpressure), so a client
     // that sends faster than it reads cannot make the server buffer without
@@ -114,6 +135,9 @@ class FavorService final : public v1::Favor::CallbackService,
   grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
                                      const v1::GetModelRequest* request,
                                      v1::GetModelResponse* response) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
 
   // Implementation details follow.
  private:
@@ -131,6 +155,7 @@ class FavorService final : public v1::Favor::CallbackService,
   absl::Status AddModel(const model::Model* model);
   absl::Status ChooseDefaultModel();
   absl::Status StartAttendBatcher();
+  absl::Status StartTokenizerPool();
 
   // The reactor of a unary call of `method`: unless the service drains,
   // runs `start` on it, whose OK means that the call is answered or will
@@ -156,18 +181,49 @@ class FavorService final : public v1::Favor::CallbackService,
     ResolvedEmbedOptions options;
     batching::Priority priority = batching::Priority::kNormal;
   };
-  // Checks `request` and fills the parts of `response` known before
-  // computing (model, token counts).
-  absl::StatusOr<PreparedEmbed> PrepareEmbed(const v1::EmbedRequest& request,
-                                             v1::EmbedResponse* response);
+  // StartEmbed's two halves after the checks: the inputs made from
+  // `request` (tokenised when it has text) and the parts of `response`
+  // known before computing (model, token counts).
+  absl::Status PrepareEmbed(const v1::EmbedRequest& request,
+                            PreparedEmbed* prepared,
+                            v1::EmbedResponse* response);
+  // Tokenises and enqueues a call with text, on a tokenizer thread.
+  void RunTextEmbed(const v1::EmbedRequest& request, PreparedEmbed prepared,
+                    absl::Time deadline,
+                    std::shared_ptr<batching::CancellationFlag> cancellation,
+                    absl::AnyInvocable<void(absl::Status)> done,
+                    v1::EmbedResponse* response);
   // StartEmbed's queueing half (see there).
   void EnqueueEmbed(PreparedEmbed prepared, absl::Time deadline,
                     std::shared_ptr<batching::CancellationFlag> cancellation,
                     absl::AnyInvocable<void(absl::Status)> done,
                     v1::EmbedResponse* response);
+  // Enqueue one input, or a TRUNCATION_CHUNK input's windows (ChunkGather
+  // pools them); false when the batcher refused one, whose answer then
+  // reached `gather`.
+  bool EnqueueInput(
+      ModelEntry* entry, const PreparedEmbed& prepared, PreparedInput input,
+      const std::shared_ptr<EmbedGather>& gather, int index,
+      absl::Time deadline,
+      const std::shared_ptr<batching::CancellationFlag>& cancellation);
+  bool EnqueueWindows(
+      ModelEntry* entry, const PreparedEmbed& prepared,
+      const PreparedInput& input, const std::shared_ptr<EmbedGather>& gather,
+      int index, absl::Time deadline,
+      const std::shared_ptr<batching::CancellationFlag>& cancellation);
+  // Enqueues one input's (or window's) work; false when the batcher refused
+  // it (and so answered `on_done`).
+  bool EnqueueWork(
+      ModelEntry* entry, const PreparedEmbed& prepared,
+      std::shared_ptr<EmbedWork> work, absl::Time deadline,
+      const std::shared_ptr<batching::CancellationFlag>& cancellation,
+      absl::AnyInvocable<void(const EmbedWork&, absl::Status)> on_done);
   void RecordQueueDepth(const ModelEntry& entry) const;
   absl::Status StartAttend(UnaryCall* call, const v1::AttendRequest& request,
                            v1::AttendResponse* response);
+  absl::Status StartTokenize(UnaryCall* call,
+                             const v1::TokenizeRequest& request,
+                             v1::TokenizeResponse* response);
 
   const Options options_;
   metrics::Metrics* const metrics_;  // Never null.
@@ -178,6 +234,9 @@ class FavorService final : public v1::Favor::CallbackService,
   std::map<std::string, std::unique_ptr<ModelEntry>, std::less<>> models_;
   std::unique_ptr<AttendRunner> attend_runner_;
   std::unique_ptr<batching::Batcher> attend_batcher_;
+  // Last: shut down, and destroyed, before the batchers its tasks enqueue
+  // into.
+  std::unique_ptr<TaskPool> tokenizer_pool_;
 };
 
 }  // namespace favor::service

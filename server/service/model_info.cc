@@ -4,6 +4,7 @@
 
 #include "server/attention/kernel.h"
 #include "server/model/model_config.h"
+#include "server/tokenizer/encoding.h"
 
 namespace favor::service {
 namespace {
@@ -39,6 +40,33 @@ void FillAttention(const model::ModelDescription& model,
   out->set_causal(attention.causal);
 }
 
+// The special tokens the tokenizer frames every text with, in order, each
+// with its role: before the text "cls" ("bos" for SentencePiece), after it
+// "sep" ("eos").
+void FillTokenizer(const model::ModelDescription& model,
+                   v1::TokenizerInfo* out) {
+  const tokenizer::Tokenizer* tokenizer = model.tokenizer.get();
+  if (tokenizer == nullptr) return;
+  out->set_kind(std::string(tokenizer->kind()));
+  out->set_file(model.config.tokenizer.file);
+  const bool wordpiece = tokenizer->kind() == "wordpiece";
+  tokenizer::Encoding framed;
+  framed.Append(0, "", {}, /*special=*/false);  // stands for the text
+  tokenizer->AddSpecialTokens(&framed);
+  bool after_text = false;
+  for (size_t t = 0; t < framed.size(); ++t) {
+    if (framed.special_tokens_mask[t] == 0) {
+      after_text = true;
+      continue;
+    }
+    v1::SpecialToken* special = out->add_special_tokens();
+    special->set_role(after_text ? (wordpiece ? "sep" : "eos")
+                                 : (wordpiece ? "cls" : "bos"));
+    special->set_token(std::string(framed.tokens[t]));
+    special->set_id(static_cast<uint32_t>(framed.ids[t]));
+  }
+}
+
 void FillConfig(const model::ModelDescription& model, v1::ModelConfig* out) {
   const model::ModelConfig& config = model.config;
   out->set_vocab_size(config.vocab_size);
@@ -56,6 +84,7 @@ void FillConfig(const model::ModelDescription& model, v1::ModelConfig* out) {
   out->set_sep_token_id(config.sep_token_id);
   out->set_mask_token_id(config.mask_token_id);
   out->set_config_json(model::ModelConfigToJson(config));
+  FillTokenizer(model, out->mutable_tokenizer());
 }
 
 }  // namespace
@@ -77,6 +106,8 @@ v1::ModelInfo DescribeModel(const model::ModelDescription& model,
   limits->set_max_requests_per_batch(batching.max_batch_requests);
   limits->set_max_queued_tokens(batching.max_queue_tokens);
   limits->set_max_queued_requests(batching.max_queue_requests);
+  limits->set_max_text_bytes_per_call(call_limits.max_text_bytes_per_call);
+  limits->set_max_spans_per_input(call_limits.max_spans_per_input);
   info.add_devices(model.device);
   return info;
 }

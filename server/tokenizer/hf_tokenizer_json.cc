@@ -1,7 +1,7 @@
 // tokenizer_builders.h: a tokenizer from Hugging Face's tokenizer.json.
 //
 // The file is not trusted: it is parsed by the strict parser of
-// server/model/json_parse.h (no exception escapes, duplicate keys and deep
+// server/common/json_parse.h (no exception escapes, duplicate keys and deep
 // nesting refused), and every field the pipeline reads is checked for its
 // type and range here, so a hostile file is an error, never a crash or a
 // huge allocation. Stages Favor does not implement are refused by name.
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/json_parse.h"
 #include "server/common/status_macros.h"
-#include "server/model/json_parse.h"
 #include "server/tokenizer/bert_pre_tokenizer.h"
 #include "server/tokenizer/pipeline_tokenizer.h"
 #include "server/tokenizer/template_processing.h"
@@ -23,7 +23,6 @@ namespace favor::tokenizer {
 namespace {
 
 using Json = nlohmann::json;
-using model::DescribeJson;
 
 constexpr int64_t kMaxId = std::numeric_limits<int32_t>::max() - 1;
 
@@ -107,8 +106,7 @@ absl::StatusOr<std::vector<std::string>> ParseVocab(const Json& model,
   std::vector<std::string> pieces(vocab->size());
   std::vector<bool> seen(vocab->size(), false);
   for (const auto& [piece, id_json] : vocab->items()) {
-    const std::string entry =
-        absl::StrCat(where, "[", model::Quote(piece), "]");
+    const std::string entry = absl::StrCat(where, "[", Quote(piece), "]");
     ASSIGN_OR_RETURN(const int64_t id, GetInt(id_json, 0, size - 1, entry));
     if (seen[id]) {
       return Invalid(entry, absl::StrCat("id ", id,
@@ -251,7 +249,7 @@ absl::Status AddTemplateSpecial(const Json& specials, const std::string& name,
                                 absl::string_view where,
                                 std::vector<TemplateProcessing::Item>* items) {
   const std::string entry_where =
-      absl::StrCat(where, ".special_tokens[", model::Quote(name), "]");
+      absl::StrCat(where, ".special_tokens[", Quote(name), "]");
   const Json* entry = Member(specials, name.c_str());
   if (entry == nullptr || !entry->is_object()) {
     return Invalid(entry_where, "is missing or not an object");
@@ -359,7 +357,7 @@ absl::Status ParsePostProcessor(const Json& root, absl::string_view what,
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHuggingFaceJson(
     absl::string_view json, absl::string_view what) {
-  ASSIGN_OR_RETURN(const Json root, model::ParseJsonObject(json, what));
+  ASSIGN_OR_RETURN(const Json root, ParseJsonObject(json, what));
   PipelineTokenizer::Stages stages;
   stages.kind = "wordpiece";
   ASSIGN_OR_RETURN(stages.model, ParseModel(root, what));

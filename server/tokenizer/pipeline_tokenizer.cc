@@ -98,6 +98,14 @@ void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
   }
 }
 
+size_t PipelineTokenizer::num_added_special_tokens() const {
+  return stages_.post_processor ? stages_.post_processor->added_tokens() : 0;
+}
+
+void PipelineTokenizer::AddSpecialTokens(Encoding* encoding) const {
+  if (stages_.post_processor) stages_.post_processor->Process(encoding);
+}
+
 size_t PipelineTokenizer::vocab_size() const {
   size_t size = stages_.model->vocab_size();
   for (const AddedToken& token : stages_.added.tokens()) {

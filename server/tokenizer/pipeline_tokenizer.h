@@ -37,6 +37,8 @@ class PipelineTokenizer final : public Tokenizer {
 
   absl::StatusOr<Encoding> Encode(absl::string_view text,
                                   const EncodeOptions& options) const override;
+  size_t num_added_special_tokens() const override;
+  void AddSpecialTokens(Encoding* encoding) const override;
   absl::string_view kind() const override { return stages_.kind; }
   size_t vocab_size() const override;
   absl::string_view IdToToken(int32_t id) const override;

@@ -1,64 +1,76 @@
-// No abseil header may come before or after this one: see the header.
+// The module libfavor_sentencepiece.so (see sentencepiece_bridge.h). No
+// abseil header may come before or after sentencepiece_processor.h.
 #include "server/tokenizer/sentencepiece_bridge.h"
 
 #include <sentencepiece_processor.h>
 
+#include <memory>
+
 namespace favor::tokenizer::spm_bridge {
+namespace {
 
-Processor::Processor()
-    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
-
-Processor::~Processor() = default;
-
-std::unique_ptr<Processor> Processor::Load(const std::string& serialized,
-                                           std::string* error) {
-  std::unique_ptr<Processor> processor(new Processor());
-  const sentencepiece::util::Status status =
-      processor->processor_->LoadFromSerializedProto(serialized);
-  if (!status.ok()) {
-    *error = status.ToString();
-    return nullptr;
+class SentencePieceProcessor final : public Processor {
+ public:
+  bool Load(const std::string& serialized, std::string* error) {
+    const sentencepiece::util::Status status =
+        processor_.LoadFromSerializedProto(serialized);
+    if (!status.ok()) {
+      *error = status.ToString();
+      return false;
+    }
+    if (size() <= 0) {
+      *error = "the model has no pieces";
+      return false;
+    }
+    return true;
   }
-  if (processor->size() <= 0) {
-    *error = "the model has no pieces";
-    return nullptr;
+
+  bool Encode(std::string_view text, std::vector<Piece>* pieces,
+              std::string* error) const override {
+    // The immutable-proto API reports no error of its own; the processor's
+    // status is the only failure it can have (a model that did not load).
+    const sentencepiece::util::Status status = processor_.status();
+    if (!status.ok()) {
+      *error = status.ToString();
+      return false;
+    }
+    const sentencepiece::ImmutableSentencePieceText immutable =
+        processor_.EncodeAsImmutableProto(text);
+    for (const auto& piece : immutable.pieces()) {
+      pieces->push_back(
+          {static_cast<int>(piece.id()), piece.begin(), piece.end()});
+    }
+    return true;
   }
-  return processor;
-}
 
-bool Processor::Encode(std::string_view text, std::vector<Piece>* pieces,
-                       std::string* error) const {
-  // The immutable-proto API reports no error of its own; the processor's
-  // status is the only failure it can have (a model that did not load).
-  const sentencepiece::util::Status status = processor_->status();
-  if (!status.ok()) {
-    *error = status.ToString();
-    return false;
+  int size() const override { return processor_.GetPieceSize(); }
+  const std::string& IdToPiece(int id) const override {
+    return processor_.IdToPiece(id);
   }
-  const sentencepiece::ImmutableSentencePieceText immutable =
-      processor_->EncodeAsImmutableProto(text);
-  for (const auto& piece : immutable.pieces()) {
-    pieces->push_back(
-        {static_cast<int>(piece.id()), piece.begin(), piece.end()});
+  int PieceToId(std::string_view piece) const override {
+    const int id = processor_.PieceToId(piece);
+    return IdToPiece(id) == piece ? id : -1;
   }
-  return true;
-}
+  int unk_id() const override { return processor_.unk_id(); }
+  int bos_id() const override { return processor_.bos_id(); }
+  int eos_id() const override { return processor_.eos_id(); }
+  bool IsUnknown(int id) const override { return processor_.IsUnknown(id); }
+  bool IsControl(int id) const override { return processor_.IsControl(id); }
 
-int Processor::size() const { return processor_->GetPieceSize(); }
+ private:
+  sentencepiece::SentencePieceProcessor processor_;
+};
 
-const std::string& Processor::IdToPiece(int id) const {
-  return processor_->IdToPiece(id);
-}
-
-int Processor::PieceToId(std::string_view piece) const {
-  const int id = processor_->PieceToId(piece);
-  return IdToPiece(id) == piece ? id : -1;
-}
-
-int Processor::unk_id() const { return processor_->unk_id(); }
-int Processor::bos_id() const { return processor_->bos_id(); }
-int Processor::eos_id() const { return processor_->eos_id(); }
-bool Processor::IsUnknown(int id) const { return processor_->IsUnknown(id); }
-bool Processor::IsControl(int id) const { return processor_->IsControl(id); }
-
+}  // namespace
 }  // namespace favor::tokenizer::spm_bridge
+
+// The entry point (spm_bridge::kLoadSymbol); the module exports nothing
+// else.
+extern "C" __attribute__((visibility("default")))
+favor::tokenizer::spm_bridge::Processor*
+favor_sentencepiece_load(const std::string& serialized, std::string* error) {
+  auto processor =
+      std::make_unique<favor::tokenizer::spm_bridge::SentencePieceProcessor>();
+  if (!processor->Load(serialized, error)) return nullptr;
+  return processor.release();
+}

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 #include "server/tokenizer/pipeline_tokenizer.h"
+#include "server/tokenizer/sentencepiece_module.h"
 #include "server/tokenizer/template_processing.h"
 #include "server/tokenizer/tokenizer_builders.h"
 
@@ -13,13 +14,17 @@ namespace favor::tokenizer {
 
 absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::Load(
     const std::string& serialized, absl::string_view what) {
-  std::string error;
-  auto processor = spm_bridge::Processor::Load(serialized, &error);
-  if (processor == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": not a SentencePiece model: ", error));
+  absl::StatusOr<std::unique_ptr<spm_bridge::Processor>> processor =
+      LoadSentencePieceProcessor(serialized);
+  if (processor.status().code() == absl::StatusCode::kInvalidArgument) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": not a SentencePiece model: ", processor.status().message()));
   }
-  return absl::WrapUnique(new SentencePieceModel(std::move(processor)));
+  if (!processor.ok()) {
+    return absl::Status(processor.status().code(),
+                        absl::StrCat(what, ": ", processor.status().message()));
+  }
+  return absl::WrapUnique(new SentencePieceModel(*std::move(processor)));
 }
 
 void SentencePieceModel::Tokenize(absl::string_view word,

@@ -33,6 +33,16 @@ class Tokenizer {
   virtual absl::StatusOr<Encoding> Encode(
       absl::string_view text, const EncodeOptions& options = {}) const = 0;
 
+  // How many special tokens Encode adds around every text with
+  // add_special_tokens (2 for BERT's [CLS] ... [SEP]; 0 without a
+  // post-processor).
+  virtual size_t num_added_special_tokens() const = 0;
+  // Frames `encoding`, made with add_special_tokens = false (or a slice of
+  // one), exactly as Encode would have: the post-processor's special tokens,
+  // each with the empty span {0, 0} and special_tokens_mask 1. The service
+  // frames each window of a long text this way, tokenising the text once.
+  virtual void AddSpecialTokens(Encoding* encoding) const = 0;
+
   // "wordpiece" or "sentencepiece".
   virtual absl::string_view kind() const = 0;
   virtual size_t vocab_size() const = 0;

@@ -15,9 +15,13 @@ namespace favor::attention {
 namespace {
 
 constexpr int64_t kHeads = 3, kDim = 16, kValueDim = 8, kFeatures = 32;
-const Kernel kLinearKernels[] = {
-    Kernel::kFavorPositive, Kernel::kFavorHyperbolic, Kernel::kTrigonometric,
-    Kernel::kRelu,          Kernel::kEluPlusOne,      Kernel::kExp};
+const Kernel kLinearKernels[] = {Kernel::kFavorPositive,
+                                 Kernel::kFavorPlusPlus,
+                                 Kernel::kFavorHyperbolic,
+                                 Kernel::kTrigonometric,
+                                 Kernel::kRelu,
+                                 Kernel::kEluPlusOne,
+                                 Kernel::kExp};
 
 at::Tensor TestProjection() {
   ProjectionOptions options;
@@ -69,10 +73,12 @@ at::Tensor DirectSoftmax(const at::Tensor& q, const at::Tensor& k,
 }
 
 // Linear attention as an explicit L×L computation with the same features
-// (FeatureMap's query and key roles), in double.
+// (FeatureMap's query and key roles), in double. FAVOR++'s A is `a` where
+// given, else the whole sequence's (each (batch, head) matrix's), for causal
+// attention too.
 at::Tensor ExplicitLinear(Kernel kernel, const at::Tensor& q,
-                          const at::Tensor& k, const at::Tensor& v,
-                          bool causal) {
+                          const at::Tensor& k, const at::Tensor& v, bool causal,
+                          at::Tensor a = at::Tensor()) {
   if (kernel == Kernel::kExp) {
     // Shen et al.: softmax of each query over channels, of each key channel
     // over the keys it may see.
@@ -92,10 +98,13 @@ at::Tensor ExplicitLinear(Kernel kernel, const at::Tensor& q,
     return at::cat(rows, -2);
   }
   const at::Tensor w = TestProjection();
+  if (kernel == Kernel::kFavorPlusPlus && !a.defined()) {
+    a = *FavorPlusPlusCoefficient(q, k);
+  }
   const at::Tensor fq =
-      FeatureMap(q, kernel, w, FeatureRole::kQuery, 1e-4f)->to(at::kDouble);
+      FeatureMap(q, kernel, w, FeatureRole::kQuery, 1e-4f, a)->to(at::kDouble);
   const at::Tensor fk =
-      FeatureMap(k, kernel, w, FeatureRole::kKey, 1e-4f)->to(at::kDouble);
+      FeatureMap(k, kernel, w, FeatureRole::kKey, 1e-4f, a)->to(at::kDouble);
   at::Tensor scores = at::matmul(fq, fk.transpose(-1, -2));
   if (causal) scores = scores.tril();
   return at::matmul(scores, v.to(at::kDouble)) / scores.sum(-1, true);
@@ -200,20 +209,29 @@ TEST(AttentionTest, FavorCpuProductsOnGemmAndOnBlasMatchExplicit) {
   const Inputs in = RandomInputs(2, 300, 300, 12);
   at::Tensor mask = at::zeros({2, 300}, at::kBool);
   mask[1].narrow(0, 200, 100).fill_(true);
-  AttentionOptions options;
-  options.kernel = Kernel::kFavorPositive;
-  for (bool fast : {true, false}) {
-    cpu::SetFastGemmEnabled(fast);
-    const at::Tensor out = AttendOrDie(in.q, in.k, in.v, mask, options);
-    cpu::SetFastGemmEnabled(true);
-    for (int64_t b = 0; b < 2; ++b) {
-      const int64_t keys = b == 0 ? 300 : 200;
-      const at::Tensor want =
-          ExplicitLinear(Kernel::kFavorPositive, in.q.narrow(0, b, 1),
-                         in.k.narrow(0, b, 1).narrow(2, 0, keys),
-                         in.v.narrow(0, b, 1).narrow(2, 0, keys), false);
-      EXPECT_LT(RelativeError(out.narrow(0, b, 1), want), 1e-5)
-          << "batch " << b << (fast ? " on cpu::Gemm" : " on the BLAS");
+  for (Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus}) {
+    AttentionOptions options;
+    options.kernel = kernel;
+    for (bool fast : {true, false}) {
+      cpu::SetFastGemmEnabled(fast);
+      const at::Tensor out = AttendOrDie(in.q, in.k, in.v, mask, options);
+      cpu::SetFastGemmEnabled(true);
+      for (int64_t b = 0; b < 2; ++b) {
+        const int64_t keys = b == 0 ? 300 : 200;
+        const at::Tensor q = in.q.narrow(0, b, 1);
+        const at::Tensor k = in.k.narrow(0, b, 1).narrow(2, 0, keys);
+        // FAVOR++'s statistic leaves out the queries at padded positions,
+        // as it does the padded keys.
+        at::Tensor a;
+        if (kernel == Kernel::kFavorPlusPlus) {
+          a = *FavorPlusPlusCoefficient(q.narrow(2, 0, keys), k);
+        }
+        const at::Tensor want = ExplicitLinear(
+            kernel, q, k, in.v.narrow(0, b, 1).narrow(2, 0, keys), false, a);
+        EXPECT_LT(RelativeError(out.narrow(0, b, 1), want), 1e-5)
+            << KernelName(kernel) << " batch " << b
+            << (fast ? " on cpu::Gemm" : " on the BLAS");
+      }
     }
   }
 }
@@ -340,19 +358,23 @@ TEST_P(AllKernelsTest, CudaMatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(AllKernels, AllKernelsTest,
                          testing::Values(Kernel::kSoftmaxExact,
                                          Kernel::kFavorPositive,
+                                         Kernel::kFavorPlusPlus,
                                          Kernel::kFavorHyperbolic,
                                          Kernel::kTrigonometric, Kernel::kRelu,
                                          Kernel::kEluPlusOne, Kernel::kExp),
                          KernelTestName);
 
-// Large-norm inputs: the stabilisers keep FAVOR+ finite.
+// Large-norm inputs: the stabilisers keep FAVOR+ and FAVOR++ finite (for
+// FAVOR++, A* is then far below 0 and B = √(1 − 4A) large).
 TEST(AttentionTest, LargeNormInputsStayFinite) {
   Inputs in = RandomInputs(1, 64, 64, 12);
-  for (bool causal : {false, true}) {
-    const at::Tensor out =
-        AttendOrDie(in.q * 300, in.k * 300, in.v, at::Tensor(),
-                    Options(Kernel::kFavorPositive, causal));
-    EXPECT_TRUE(at::isfinite(out).all().item<bool>());
+  for (Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus}) {
+    for (bool causal : {false, true}) {
+      const at::Tensor out = AttendOrDie(in.q * 300, in.k * 300, in.v,
+                                         at::Tensor(), Options(kernel, causal));
+      EXPECT_TRUE(at::isfinite(out).all().item<bool>())
+          << KernelName(kernel) << " causal=" << causal;
+    }
   }
 }
 

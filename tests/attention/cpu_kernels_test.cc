@@ -200,5 +200,87 @@ TEST(CpuKernelsTest, AddKeptRowsSumsKeptRowsAndCountsThem) {
   }
 }
 
+// FAVOR++'s logit map inside the exp loops: with scale B and a bias per
+// column, the key features are exp(B·u + bias − h − shift), the returned
+// max and the running shift are those of B·u + bias, and the query features
+// are shifted by each row's mapped max. 37 columns exercise the vector
+// loop's tail.
+TEST(CpuKernelsTest, LogitMapIsAppliedBeforeTheMaxAndTheExp) {
+  for (int64_t cols : {256, 37}) {
+    const int64_t rows = 5;
+    const float scale = 1.7f;
+    std::vector<float> bias(cols);
+    for (int64_t c = 0; c < cols; ++c) bias[c] = -0.2f * (c % 13);
+    const std::vector<float> u0 = RandomRows(rows, cols, 8.0f, 11);
+    const auto mapped = [&](int64_t i, int64_t c) {
+      return static_cast<double>(u0[i * cols + c]) * scale + bias[c];
+    };
+    std::vector<float> u = u0, h(rows, 0.25f), sums(cols, 0.0f);
+    float shift = -1e30f;
+    const float max =
+        ExpWithRunningShift(u.data(), h.data(), nullptr, &shift, rows, cols,
+                            sums.data(), -1e30f, {scale, bias.data()});
+    double want_max = -1e30;
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      want_max = std::max(want_max, mapped(i / cols, i % cols));
+    }
+    EXPECT_NEAR(max, want_max, 1e-5 * std::abs(want_max));
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const double arg = mapped(i, c) - 0.25 - shift;
+        const double want = std::exp(std::max(arg, -87.0));
+        const double bound =
+            (kExpRelativeError + 4 * kRounding * (std::abs(arg) + 20)) * want;
+        ASSERT_NEAR(u[i * cols + c], want, bound) << i << "," << c;
+      }
+    }
+    std::vector<float> q = u0, z(cols, 1.0f), dot(rows);
+    QueryFeaturesWithDot(q.data(), h.data(), rows, cols, 1e-4f, z.data(),
+                         dot.data(), {scale, bias.data()});
+    for (int64_t i = 0; i < rows; ++i) {
+      double row_max = -1e30;
+      for (int64_t c = 0; c < cols; ++c) {
+        row_max = std::max(row_max, mapped(i, c));
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        const double arg = mapped(i, c) - row_max - 0.25;
+        const double want = std::exp(std::max(arg, -87.0)) + 1e-4;
+        const double bound =
+            (kExpRelativeError + 4 * kRounding * (std::abs(arg) + 20)) * want;
+        ASSERT_NEAR(q[i * cols + c], want, bound) << i << "," << c;
+      }
+    }
+  }
+}
+
+TEST(CpuKernelsTest, AddKeptMomentsSumsKeptRowsTheirSquaresAndCountsThem) {
+  const int64_t rows = 6, cols = 37, stride = 40;
+  const std::vector<float> x = RandomRows(rows, stride, 3.0f, 9);
+  const uint8_t keep[rows] = {1, 0, 1, 1, 0, 1};
+  for (const uint8_t* mask : {static_cast<const uint8_t*>(keep),
+                              static_cast<const uint8_t*>(nullptr)}) {
+    std::vector<double> sums(cols, 1.0);
+    double squares = 2.0;
+    int64_t count = 3;
+    AddKeptMoments(x.data(), rows, cols, stride, mask, sums.data(), &squares,
+                   &count);
+    std::vector<double> want(cols, 1.0);
+    double want_squares = 2.0;
+    int64_t want_count = 3;
+    for (int64_t i = 0; i < rows; ++i) {
+      if (mask != nullptr && !mask[i]) continue;
+      ++want_count;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double v = x[i * stride + c];
+        want[c] += v;
+        want_squares += v * v;
+      }
+    }
+    for (int64_t c = 0; c < cols; ++c) EXPECT_NEAR(sums[c], want[c], 1e-9);
+    EXPECT_NEAR(squares, want_squares, 1e-6 * want_squares);
+    EXPECT_EQ(count, want_count);
+  }
+}
+
 }  // namespace
 }  // namespace favor::attention::cpu

@@ -1,5 +1,6 @@
 // The fused FAVOR+ CPU path against the FAVOR+ definitions computed here in
-// double, on both of its product back ends (cpu::Gemm and the BLAS).
+// double, on both of its product back ends (cpu::Gemm and the BLAS); and
+// FAVOR++ on it, whose logits B·u + A‖ω‖² replace u in those definitions.
 #include "server/attention/favor_cpu_path.h"
 
 #include <ATen/ATen.h>
@@ -13,6 +14,8 @@ namespace {
 
 constexpr int64_t kValueDim = 8, kFeatures = 32, kTokens = 150;
 constexpr float kEpsilon = 1e-3f;
+// A FAVOR++ coefficient of the size A* takes for unit-variance inputs.
+constexpr double kFavorPlusPlusA = -0.12;
 
 FeatureContext Context(Kernel kernel = Kernel::kFavorPositive,
                        int64_t dim = 16) {
@@ -33,13 +36,18 @@ enum class Keys { kPlain, kMasked, kGrowing };
 HeadGroup Group(const FeatureContext& context, Keys keys) {
   at::manual_seed(3);
   const int64_t dim = context.scaled_projection_t().size(0);
-  HeadGroup group{at::randn({1, kTokens, dim}), at::randn({1, kTokens, dim}),
-                  at::randn({1, kTokens, kValueDim}), at::Tensor(),
-                  at::zeros({1, kTokens, kValueDim})};
+  HeadGroup group{
+      at::randn({1, kTokens, dim}),       at::randn({1, kTokens, dim}),
+      at::randn({1, kTokens, kValueDim}), at::Tensor(),
+      at::zeros({1, kTokens, kValueDim}), {}};
   if (keys == Keys::kMasked) group.keep = at::rand({kTokens}) > 0.3;
   if (keys == Keys::kGrowing) {
     const at::Tensor omega = context.scaled_projection_t().select(1, 0);
     group.key.slice(1, kTokens - 10).copy_(34.0 * omega / omega.norm());
+  }
+  if (context.kernel() == Kernel::kFavorPlusPlus) {
+    group.logits =
+        context.FavorPlusPlusLogits(at::full({1, 1, 1}, kFavorPlusPlusA));
   }
   return group;
 }
@@ -50,10 +58,10 @@ AttentionOptions SmallSteps() {
   return options;
 }
 
-// u = x'ᵀω and ‖x'‖²/2 for every token (and feature), in double. The
-// features are exp(u − ‖x'‖²/2 − shift), where the shift is the maximum of u
-// (over all kept keys, or over each query's row), as the reference
-// implementation takes it.
+// u = x'ᵀω (for FAVOR++, B·x'ᵀω + A‖ω‖², B = √(1 − 4A)) and ‖x'‖²/2 for
+// every token (and feature), in double. The features are exp(u − ‖x'‖²/2 −
+// shift), where the shift is the maximum of u (over all kept keys, or over
+// each query's row), as the reference implementation takes it.
 struct Projected {
   at::Tensor u;          // (L, m)
   at::Tensor half_norm;  // (L, 1)
@@ -61,8 +69,15 @@ struct Projected {
 Projected Project(const FeatureContext& context, const at::Tensor& x) {
   const at::Tensor xd = x[0].to(at::kDouble);
   const double dim = static_cast<double>(x.size(2));
-  return {at::matmul(xd, context.scaled_projection_t().to(at::kDouble)),
-          xd.pow(2).sum(-1, true) / (2.0 * std::sqrt(dim))};
+  const at::Tensor w_t = context.scaled_projection_t().to(at::kDouble);
+  at::Tensor u = at::matmul(xd, w_t);
+  if (context.kernel() == Kernel::kFavorPlusPlus) {
+    // ‖ω‖² of the unscaled rows: w_t holds d^-1/4 ω.
+    const at::Tensor omega_squared = w_t.square().sum(0) * std::sqrt(dim);
+    u = std::sqrt(1.0 - 4.0 * kFavorPlusPlusA) * u +
+        kFavorPlusPlusA * omega_squared;
+  }
+  return {u, xd.pow(2).sum(-1, true) / (2.0 * std::sqrt(dim))};
 }
 
 // [v | 1] with masked rows zeroed, (L, dv + 1), in double.
@@ -87,48 +102,58 @@ class FavorCpuPathTest : public ::testing::TestWithParam<bool> {
 };
 
 TEST_P(FavorCpuPathTest, KeySumsMatchTheDefinitionOnAnyRange) {
-  for (const Keys kind : {Keys::kPlain, Keys::kMasked, Keys::kGrowing}) {
-    const FeatureContext context =
-        Context(Kernel::kFavorPositive, kind == Keys::kGrowing ? 64 : 16);
-    const HeadGroup group = Group(context, kind);
-    const bool with_mask = kind == Keys::kMasked;
-    const int64_t begin = 7, end = kTokens - 5;
-    const KeyState state =
-        AccumulateKeysFavorCpu(context, SmallSteps(), group, begin, end);
-    const Projected keys = Project(context, group.key);
-    const at::Tensor u = keys.u.slice(0, begin, end);
-    const at::Tensor half_norm = keys.half_norm.slice(0, begin, end);
-    const at::Tensor v = KeptValuesWithOnes(group).slice(0, begin, end);
-    at::Tensor kept = at::ones({end - begin, 1}, at::kBool);
-    if (with_mask) kept = group.keep.slice(0, begin, end).unsqueeze(1);
-    const double shift =
-        u.masked_fill(kept.logical_not(), -1e300).max().item<double>();
-    const at::Tensor phi = (u - half_norm - shift).exp() * kept.to(at::kDouble);
-    EXPECT_NEAR(state.shift.item<double>(), shift, 1e-5);
-    EXPECT_LT(MaxRelativeError(state.sums[0], at::matmul(phi.t(), v)), 1e-5);
-    EXPECT_LT(MaxRelativeError(state.value_sums.view({-1}), v.sum(0)), 1e-6);
-  }
+  for (const Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus})
+    for (const Keys kind : {Keys::kPlain, Keys::kMasked, Keys::kGrowing}) {
+      SCOPED_TRACE(KernelName(kernel));
+      const FeatureContext context =
+          Context(kernel, kind == Keys::kGrowing ? 64 : 16);
+      const HeadGroup group = Group(context, kind);
+      const bool with_mask = kind == Keys::kMasked;
+      const int64_t begin = 7, end = kTokens - 5;
+      const KeyState state =
+          AccumulateKeysFavorCpu(context, SmallSteps(), group, begin, end);
+      const Projected keys = Project(context, group.key);
+      const at::Tensor u = keys.u.slice(0, begin, end);
+      const at::Tensor half_norm = keys.half_norm.slice(0, begin, end);
+      const at::Tensor v = KeptValuesWithOnes(group).slice(0, begin, end);
+      at::Tensor kept = at::ones({end - begin, 1}, at::kBool);
+      if (with_mask) kept = group.keep.slice(0, begin, end).unsqueeze(1);
+      const double shift =
+          u.masked_fill(kept.logical_not(), -1e300).max().item<double>();
+      const at::Tensor phi =
+          (u - half_norm - shift).exp() * kept.to(at::kDouble);
+      // FAVOR++'s logits carry one more float rounding (B·u + A‖ω‖²), up
+      // to 2^-24 of their size, about 92 here.
+      const double shift_bound =
+          kernel == Kernel::kFavorPositive ? 1e-5 : 1e-5 + 6e-8 * shift;
+      EXPECT_NEAR(state.shift.item<double>(), shift, shift_bound);
+      EXPECT_LT(MaxRelativeError(state.sums[0], at::matmul(phi.t(), v)), 1e-5);
+      EXPECT_LT(MaxRelativeError(state.value_sums.view({-1}), v.sum(0)), 1e-6);
+    }
 }
 
 TEST_P(FavorCpuPathTest, QueriesMatchTheDefinition) {
-  const FeatureContext context = Context();
-  const HeadGroup group = Group(context, Keys::kPlain);
-  const at::Tensor state = at::rand({1, kFeatures, kValueDim + 1}) + 0.1;
-  const int64_t begin = 3, end = kTokens - 9;
-  QueriesFavorCpu(context, SmallSteps(), group, state, begin, end);
-  const Projected queries = Project(context, group.query);
-  const at::Tensor row_max = std::get<0>(queries.u.max(-1, true));
-  const at::Tensor phi =
-      (queries.u - queries.half_norm - row_max).exp() + kEpsilon;
-  const at::Tensor both = at::matmul(phi, state[0].to(at::kDouble));
-  const at::Tensor expected =
-      both.narrow(1, 0, kValueDim) / both.narrow(1, kValueDim, 1);
-  EXPECT_LT(MaxRelativeError(group.out[0].slice(0, begin, end),
-                             expected.slice(0, begin, end)),
-            1e-5);
-  // Rows outside the range are not written.
-  EXPECT_EQ(group.out[0].slice(0, 0, begin).abs().max().item<float>(), 0.0f);
-  EXPECT_EQ(group.out[0].slice(0, end).abs().max().item<float>(), 0.0f);
+  for (const Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus}) {
+    SCOPED_TRACE(KernelName(kernel));
+    const FeatureContext context = Context(kernel);
+    const HeadGroup group = Group(context, Keys::kPlain);
+    const at::Tensor state = at::rand({1, kFeatures, kValueDim + 1}) + 0.1;
+    const int64_t begin = 3, end = kTokens - 9;
+    QueriesFavorCpu(context, SmallSteps(), group, state, begin, end);
+    const Projected queries = Project(context, group.query);
+    const at::Tensor row_max = std::get<0>(queries.u.max(-1, true));
+    const at::Tensor phi =
+        (queries.u - queries.half_norm - row_max).exp() + kEpsilon;
+    const at::Tensor both = at::matmul(phi, state[0].to(at::kDouble));
+    const at::Tensor expected =
+        both.narrow(1, 0, kValueDim) / both.narrow(1, kValueDim, 1);
+    EXPECT_LT(MaxRelativeError(group.out[0].slice(0, begin, end),
+                               expected.slice(0, begin, end)),
+              1e-5);
+    // Rows outside the range are not written.
+    EXPECT_EQ(group.out[0].slice(0, 0, begin).abs().max().item<float>(), 0.0f);
+    EXPECT_EQ(group.out[0].slice(0, end).abs().max().item<float>(), 0.0f);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, FavorCpuPathTest,
@@ -141,6 +166,7 @@ TEST(FavorCpuPathAppliesTest, OnlyToFloatFavorPlusOneHeadUnitStrides) {
   const FeatureContext favor = Context();
   const HeadGroup group = Group(favor, Keys::kPlain);
   EXPECT_TRUE(FavorCpuPathApplies(favor, group));
+  EXPECT_TRUE(FavorCpuPathApplies(Context(Kernel::kFavorPlusPlus), group));
   EXPECT_FALSE(FavorCpuPathApplies(Context(Kernel::kFavorHyperbolic), group));
   HeadGroup two_heads = group;
   two_heads.key = at::randn({2, kTokens, 16});

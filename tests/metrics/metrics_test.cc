@@ -21,6 +21,7 @@ TEST(NoopMetricsTest, RecordsNothingAndServesNothing) {
                          absl::Milliseconds(1));
   metrics->RecordQueue("bert", absl::Milliseconds(1));
   metrics->RecordCompute("bert", absl::Milliseconds(1));
+  metrics->RecordTokenization("bert", absl::Microseconds(50));
   metrics->RecordBatch("bert", 2, 20);
   metrics->RecordInputLength("bert", 10);
   metrics->SetQueueDepth("bert", 3);
@@ -39,6 +40,7 @@ class InFlightLog final : public Metrics {
                      absl::Duration) override {}
   void RecordQueue(absl::string_view, absl::Duration) override {}
   void RecordCompute(absl::string_view, absl::Duration) override {}
+  void RecordTokenization(absl::string_view, absl::Duration) override {}
   void RecordBatch(absl::string_view, int64_t, int64_t) override {}
   void RecordInputLength(absl::string_view, int64_t) override {}
   void SetQueueDepth(absl::string_view, int64_t) override {}

@@ -1,8 +1,6 @@
 // The Prometheus implementation of Metrics (prometheus_metrics.h), as
 // Metrics::Create builds it: families, values, label bounds and the HTTP
 // endpoint, scraped over a real connection on loopback.
-#include "server/metrics/metrics.h"
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -20,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "server/metrics/buckets.h"
 #include "server/metrics/metric_names.h"
+#include "server/metrics/metrics.h"
 #include "tests/metrics/scrape.h"
 
 namespace favor::metrics {
@@ -66,6 +65,7 @@ void RecordSomeTraffic(Metrics& metrics) {
                         absl::Microseconds(200));
   metrics.RecordQueue("bert", absl::Milliseconds(1));
   metrics.RecordCompute("bert", absl::Milliseconds(2));
+  metrics.RecordTokenization("bert", absl::Microseconds(300));
   metrics.RecordBatch("bert", 4, 100);
   metrics.RecordInputLength("bert", 30);
   metrics.RecordInputLength("bert", 70);
@@ -77,7 +77,8 @@ void RecordSomeTraffic(Metrics& metrics) {
 void ExpectEveryFamily(const std::string& text) {
   for (absl::string_view family :
        {kRequestDurationSeconds, kQueueDurationSeconds, kComputeDurationSeconds,
-        kBatchSizeRequests, kBatchSizeTokens, kInputLengthTokens}) {
+        kBatchSizeRequests, kBatchSizeTokens, kInputLengthTokens,
+        kTokenizationDurationSeconds}) {
     EXPECT_THAT(text, HasSubstr(absl::StrCat("# TYPE ", family, " histogram")));
   }
   for (absl::string_view family :
@@ -151,6 +152,15 @@ TEST(MetricsTest, PerModelFamiliesHaveTheirValues) {
       Optional(1.0));
   EXPECT_THAT(FindSample(text, Suffixed(kBatchSizeRequests, "_sum"), bert),
               Optional(4.0));
+  EXPECT_THAT(
+      FindSample(text, Suffixed(kTokenizationDurationSeconds, "_sum"), bert),
+      Optional(0.0003));
+  LabelSet le_ms = bert;
+  le_ms["le"] = "0.0005";
+  EXPECT_THAT(
+      FindSample(text, Suffixed(kTokenizationDurationSeconds, "_bucket"),
+                 le_ms),
+      Optional(1.0));
   EXPECT_THAT(FindSample(text, Suffixed(kBatchSizeTokens, "_sum"), bert),
               Optional(100.0));
   EXPECT_THAT(FindSample(text, Suffixed(kInputLengthTokens, "_count"), bert),

@@ -51,10 +51,31 @@ cmp -s "$tmp/small/model.safetensors" "$tmp/again/model.safetensors" \
 expect_error "already holds a model" "$cli" init --output "$tmp/small"
 expect_error "num_attention_heads" "$cli" init --output "$tmp/bad" --heads 3
 
-# The default model, when the build made it.
+# A tokenizer copied in by init, and one the model cannot use.
+printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n' >"$tmp/vocab.txt"
+"$cli" init --output "$tmp/text" --layers 1 --hidden 32 --heads 2 --ffn 64 \
+  --vocab 100 --tokenizer "$tmp/vocab.txt" >/dev/null
+cmp -s "$tmp/vocab.txt" "$tmp/text/vocab.txt" || fail "init copied no tokenizer"
+"$cli" inspect "$tmp/text" | grep -q 'tokenizer: vocab.txt, wordpiece, 5 ids' \
+  || fail "inspect shows no tokenizer"
+"$cli" inspect "$tmp/small" | grep -q 'tokenizer: none' \
+  || fail "inspect invents a tokenizer"
+expect_error "more than the model's vocab_size (4)" "$cli" init \
+  --output "$tmp/narrow" --layers 1 --hidden 32 --heads 2 --ffn 64 --vocab 4 \
+  --tokenizer "$tmp/vocab.txt"
+expect_error "--tokenizer $tmp/none.txt" "$cli" init --output "$tmp/none" \
+  --layers 1 --hidden 32 --heads 2 --ffn 64 --tokenizer "$tmp/none.txt"
+
+# The default model, when the build made it: BERT-base-uncased's vocabulary
+# with its licence beside it.
 if [[ -f "$default_model/model.safetensors" ]]; then
   "$cli" inspect "$default_model" | grep -q 'every tensor matches' \
     || fail "default model inspect"
+  "$cli" inspect "$default_model" \
+    | grep -q 'tokenizer: tokenizer.json, wordpiece, 30522 ids' \
+    || fail "default model tokenizer"
+  grep -q 'Apache License' "$default_model/tokenizer.json.license" \
+    || fail "default model tokenizer licence"
   "$cli" verify "$default_model" --tokens 64 | grep -q 'output 2 x 256' \
     || fail "default model verify"
 fi

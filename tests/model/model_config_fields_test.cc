@@ -26,7 +26,7 @@ using Json = nlohmann::json;
 // The "type" column of docs/models.md for a member type.
 template <typename T>
 std::string DocsType() {
-  if constexpr (std::is_same_v<T, AttentionConfig>) {
+  if constexpr (internal::kIsNestedConfig<T>) {
     return "object";
   } else if constexpr (std::is_same_v<T, bool>) {
     return "bool";
@@ -84,6 +84,8 @@ TEST(ModelConfigFieldsTest, DocsListEveryFieldWithItsTypeAndDefault) {
   ExpectDocsTableMatches<ModelConfig>("### Top-level fields", defaults);
   ExpectDocsTableMatches<AttentionConfig>("### `attention` fields",
                                           defaults.at("attention"));
+  ExpectDocsTableMatches<TokenizerConfig>("### `tokenizer` fields",
+                                          defaults.at("tokenizer"));
 }
 
 TEST(ModelConfigFieldsTest, EveryMemberHasARow) {
@@ -91,6 +93,8 @@ TEST(ModelConfigFieldsTest, EveryMemberHasARow) {
             internal::ConfigFieldCount<ModelConfig>());
   EXPECT_EQ(internal::AggregateFieldCount<AttentionConfig>(),
             internal::ConfigFieldCount<AttentionConfig>());
+  EXPECT_EQ(internal::AggregateFieldCount<TokenizerConfig>(),
+            internal::ConfigFieldCount<TokenizerConfig>());
 }
 
 // Another value of the same type: the next name of an enum, the number
@@ -121,13 +125,13 @@ void Change(T& value) {
 template <typename Fn>
 void ForEachChangedField(Fn&& fn) {
   ConfigFields<ModelConfig>::ForEach([&](absl::string_view name, auto member) {
-    if constexpr (std::is_same_v<decltype(member),
-                                 AttentionConfig ModelConfig::*>) {
-      ConfigFields<AttentionConfig>::ForEach(
-          [&](absl::string_view nested, auto attention_member) {
+    using T = std::remove_reference_t<decltype(ModelConfig().*member)>;
+    if constexpr (internal::kIsNestedConfig<T>) {
+      ConfigFields<T>::ForEach(
+          [&](absl::string_view nested, auto nested_member) {
             ModelConfig config;
-            Change(config.attention.*attention_member);
-            fn(absl::StrCat("attention.", nested), config);
+            Change(config.*member.*nested_member);
+            fn(absl::StrCat(name, ".", nested), config);
           });
     } else {
       ModelConfig config;
@@ -144,9 +148,10 @@ TEST(ModelConfigFieldsTest, EqualityComparesEveryField) {
     EXPECT_FALSE(config == ModelConfig()) << name;
     ++fields;
   });
-  // "attention" counts as its own fields.
-  EXPECT_EQ(fields, internal::ConfigFieldCount<ModelConfig>() - 1 +
-                        internal::ConfigFieldCount<AttentionConfig>());
+  // "attention" and "tokenizer" count as their own fields.
+  EXPECT_EQ(fields, internal::ConfigFieldCount<ModelConfig>() - 2 +
+                        internal::ConfigFieldCount<AttentionConfig>() +
+                        internal::ConfigFieldCount<TokenizerConfig>());
 }
 
 // The writer writes every field under its name, and the reader reads it
@@ -177,6 +182,7 @@ TEST(ModelConfigFieldsTest, NameOfWritesTheFirstNameOfEachValue) {
   EXPECT_EQ(NameOf(Pooling::kAttention), "attention");
   EXPECT_EQ(NameOf(attention::ProjectionOptions::RowNorm::kSqrtDim),
             "sqrt_dim");
+  EXPECT_EQ(NameOf(AccentStripping::kAsLowercase), "as_lowercase");
   EXPECT_EQ(NameOf(static_cast<Pooling>(99)), "unknown");
 }
 

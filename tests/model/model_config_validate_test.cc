@@ -2,6 +2,7 @@
 // whose errors name the source as well.
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/model/model_config.h"
 #include "tests/model/model_config_test_util.h"
@@ -94,6 +95,34 @@ TEST(ModelConfigTest, ValidatesBlocks) {
   ExpectInvalid(R"({"num_latents": 8})",
                 {"field 'num_latents' is 8; must be in [0, 0]"});
   EXPECT_TRUE(Parse(R"({"block": "cross_attention", "num_latents": 8})").ok());
+}
+
+TEST(ModelConfigTest, ValidatesTheTokenizer) {
+  ExpectInvalid(R"({"tokenizer": {"file": "../tokenizer.json"}})",
+                {"field 'tokenizer.file' is \"../tokenizer.json\"; must be a "
+                 "file name in the model's folder, without a directory"});
+  ExpectInvalid(R"({"tokenizer": {"file": ".."}})",
+                {"field 'tokenizer.file' is \"..\""});
+  ExpectInvalid(R"({"tokenizer": {"file": "vocab.bin"}})",
+                {"must end in \".json\" (tokenizer.json), \".txt\""});
+  ExpectInvalid(R"({"tokenizer": {"file": "vocab.txt",
+                    "max_input_chars_per_word": 0}})",
+                {"field 'tokenizer.max_input_chars_per_word' is 0"});
+  ExpectInvalid(R"({"tokenizer": {"cls_token": ""}})",
+                {"field 'tokenizer.cls_token' is 0 bytes long; must be 1 to "
+                 "256"});
+  ExpectInvalid(R"({"tokenizer": {"strip_accents": true}})",
+                {"field 'tokenizer.strip_accents' must be one of "
+                 "\"as_lowercase\", \"strip\", \"keep\""});
+  ExpectInvalid(R"({"tokenizer": {"files": "tokenizer.json"}})",
+                {"unknown field 'tokenizer.files'"});
+  for (const char* file : {"tokenizer.json", "vocab.txt", "spiece.model"}) {
+    const auto config =
+        Parse(absl::StrCat(R"({"tokenizer": {"file": ")", file, R"("}})"));
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->tokenizer.file, file);
+  }
+  EXPECT_EQ(TokenizerFileTypeOf(TokenizerConfig()), TokenizerFileType::kNone);
 }
 
 }  // namespace

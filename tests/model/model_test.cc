@@ -251,6 +251,30 @@ TEST_F(ModelTest, CorruptOrMismatchedModelsFailWithTheLoadersMessage) {
   }
 }
 
+TEST_F(ModelTest, LoadsTheTokenizerItsConfigNames) {
+  ModelConfig config = SmallConfig();
+  config.tokenizer.file = "vocab.txt";
+  RandomModelOptions random;
+  ASSERT_TRUE(WriteRandomModel(config, dir_ + "/text", random).ok());
+  std::ofstream(dir_ + "/text/vocab.txt")
+      << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n";
+  auto model = Model::Load(dir_ + "/text");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const auto& tokenizer = (*model)->description().tokenizer;
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_EQ(tokenizer->Encode("Hello")->ids, (std::vector<int32_t>{2, 5, 3}));
+  // Without the file the model does not load: text would have no ids.
+  std::filesystem::remove(dir_ + "/text/vocab.txt");
+  auto missing = Model::Load(dir_ + "/text");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr(dir_ + "/text/vocab.txt"));
+  // A model without one has none.
+  const auto ids_only = Make(SmallConfig(), "ids");
+  ASSERT_NE(ids_only, nullptr);
+  EXPECT_EQ(ids_only->description().tokenizer, nullptr);
+}
+
 TEST_F(ModelTest, OptionsTheMachineCannotHonourAreRefused) {
   ASSERT_NE(Make(SmallConfig()), nullptr);
   ModelOptions options;

@@ -106,5 +106,28 @@ TEST_F(ModelTest, AttentionPoolingNeedsThePoolerQuery) {
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("pooler.query"));
 }
 
+// One pass gives both the pooled rows (normalised as asked) and the raw
+// token vectors the service pools spans from.
+TEST_F(ModelTest, TokenVectorsComeWithThePooledRowsOfTheSamePass) {
+  const auto model = Make(SmallConfig());
+  ASSERT_NE(model, nullptr);
+  const std::vector<int32_t> ids = Tokens(30, 6);
+  EmbedOptions options;
+  options.pooling = Pooling::kNone;
+  options.normalize = false;
+  const Embeddings tokens = EmbedOrDie(*model, ids, {0, 10, 30}, options);
+  options.pooling = Pooling::kMean;
+  options.normalize = true;
+  const Embeddings pooled = EmbedOrDie(*model, ids, {0, 10, 30}, options);
+  options.include_token_vectors = true;
+  const Embeddings both = EmbedOrDie(*model, ids, {0, 10, 30}, options);
+  EXPECT_EQ(both.values, pooled.values);
+  EXPECT_EQ(both.row_offsets, pooled.row_offsets);
+  EXPECT_EQ(both.token_row_offsets, tokens.row_offsets);
+  EXPECT_EQ(both.token_vectors, tokens.values);
+  EXPECT_TRUE(pooled.token_vectors.empty());
+  EXPECT_TRUE(pooled.token_row_offsets.empty());
+}
+
 }  // namespace
 }  // namespace favor::model

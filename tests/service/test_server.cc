@@ -5,6 +5,7 @@
 #include "glog/logging.h"
 #include "server/model/model_config.h"
 #include "server/model/random_model.h"
+#include "server/tokenizer/tokenizer_builders.h"
 
 namespace favor::service::testing {
 
@@ -40,14 +41,16 @@ absl::StatusOr<model::Embeddings> FakeModel::Embed(
   out.dim = 4;
   out.row_offsets.push_back(0);
   const bool pooled = options.pooling != model::Pooling::kNone;
+  const bool vectors = pooled && options.include_token_vectors;
+  if (vectors) out.token_row_offsets.push_back(0);
   for (size_t s = 0; s + 1 < offsets.size(); ++s) {
     float sum = 0;
     for (int64_t t = offsets[s]; t < offsets[s + 1]; ++t) {
       sum += static_cast<float>(token_ids[t]);
-      if (!pooled) {
-        out.values.insert(out.values.end(),
-                          {static_cast<float>(token_ids[t]),
-                           static_cast<float>(t - offsets[s]), 0, 0});
+      std::vector<float>& rows = pooled ? out.token_vectors : out.values;
+      if (!pooled || vectors) {
+        rows.insert(rows.end(), {static_cast<float>(token_ids[t]),
+                                 static_cast<float>(t - offsets[s]), 0, 0});
       }
     }
     if (pooled) {
@@ -56,6 +59,10 @@ absl::StatusOr<model::Embeddings> FakeModel::Embed(
                          static_cast<float>(token_ids[offsets[s]]), 1});
     }
     out.row_offsets.push_back(static_cast<int64_t>(out.values.size()) / 4);
+    if (vectors) {
+      out.token_row_offsets.push_back(
+          static_cast<int64_t>(out.token_vectors.size()) / 4);
+    }
   }
   return out;
 }
@@ -91,6 +98,14 @@ int FakeModel::calls() const {
 int64_t FakeModel::sequences() const {
   absl::MutexLock lock(&mu_);
   return sequences_;
+}
+
+std::shared_ptr<const tokenizer::Tokenizer> SmallVocabTokenizer() {
+  auto tokenizer = tokenizer::TokenizerFromVocabTxt(
+      "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\n##s\n.\n",
+      {}, "test vocab.txt");
+  CHECK(tokenizer.ok()) << tokenizer.status();
+  return std::shared_ptr<const tokenizer::Tokenizer>(*std::move(tokenizer));
 }
 
 std::unique_ptr<model::Model> LoadSmallRandomModel(

@@ -21,9 +21,10 @@
 namespace favor::service::testing {
 
 // A model whose pooled embedding of a sequence is (sum of ids, length, first
-// id, 1) and whose token rows are (id, position, 0, 0). While held, Embed
-// blocks until Release(). A batch holding token id 99 fails with INTERNAL,
-// as a LibTorch error would.
+// id, 1) and whose token rows are (id, position, 0, 0), neither ever
+// normalised. While held, Embed blocks until Release(). A batch holding
+// token id 99 fails with INTERNAL, as a LibTorch error would. Its
+// description may be given a tokenizer (set_tokenizer).
 class FakeModel final : public model::Model {
  public:
   explicit FakeModel(std::string name, int64_t vocab_size = 100,
@@ -35,6 +36,15 @@ class FakeModel final : public model::Model {
   absl::StatusOr<model::Embeddings> Embed(
       absl::Span<const int32_t> token_ids, absl::Span<const int64_t> offsets,
       const model::EmbedOptions& options) const override;
+
+  // Text inputs go through `tokenizer` (null: none), as if config.json
+  // named `file`; its ids must be below vocab_size. Before the service
+  // starts.
+  void set_tokenizer(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                     std::string file = "vocab.txt") {
+    description_.tokenizer = std::move(tokenizer);
+    description_.config.tokenizer.file = std::move(file);
+  }
 
   void Hold();
   void Release();
@@ -54,6 +64,10 @@ class FakeModel final : public model::Model {
   mutable int calls_ ABSL_GUARDED_BY(mu_) = 0;
   mutable int64_t sequences_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+// A WordPiece tokenizer (BERT's options) of twelve ids: [PAD]=0 [UNK]=1
+// [CLS]=2 [SEP]=3 [MASK]=4 the=5 cat=6 sat=7 on=8 mat=9 ##s=10 .=11.
+std::shared_ptr<const tokenizer::Tokenizer> SmallVocabTokenizer();
 
 // Writes a small random model (vocab 64, hidden 32, 2 layers, FAVOR+ with
 // m = 16, max_sequence_length 128) into `directory` and loads it.

@@ -88,6 +88,25 @@ TEST(PipelineTokenizerTest, TruncationKeepsSpecialTokensInPlace) {
               HasSubstr("max_tokens 1 leaves no room for the 2 special"));
 }
 
+TEST(PipelineTokenizerTest, AddSpecialTokensFramesAsEncodeDoes) {
+  const auto bert = Bert();
+  EXPECT_EQ(bert->num_added_special_tokens(), 2u);
+  EncodeOptions bare;
+  bare.add_special_tokens = false;
+  auto content = bert->Encode("the cat sat on", bare);
+  ASSERT_TRUE(content.ok());
+  // A slice of the content, framed: what the service embeds as one window.
+  content->EraseFront(1);
+  content->EraseBack(1);
+  bert->AddSpecialTokens(&*content);
+  EXPECT_EQ(Describe(*content), "[CLS]@0-0 cat@4-7 sat@8-11 [SEP]@0-0");
+  EXPECT_EQ(content->special_tokens_mask, (std::vector<uint8_t>{1, 0, 0, 1}));
+  // Framing nothing gives the special tokens alone, in order.
+  Encoding empty;
+  bert->AddSpecialTokens(&empty);
+  EXPECT_EQ(Describe(empty), "[CLS]@0-0 [SEP]@0-0");
+}
+
 TEST(PipelineTokenizerTest, RefusesEmptyAndInvalidText) {
   const auto bert = Bert();
   EXPECT_EQ(bert->Encode("").status().code(),

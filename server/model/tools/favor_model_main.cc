@@ -1,7 +1,8 @@
 // favor-model: makes, inspects and checks the models of a model repository.
 //
 //   favor-model init --output DIR [--layers N --hidden H --heads A --ffn F
-//                    --vocab V --kernel K --features M --seed S ...]
+//                    --vocab V --kernel K --features M --seed S
+//                    --tokenizer FILE ...]
 //   favor-model inspect DIR
 //   favor-model verify DIR [--device cpu|cuda:N --dtype float32|...]
 //
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -26,6 +28,7 @@
 #include "server/common/status_macros.h"
 #include "server/model/model.h"
 #include "server/model/model_config.h"
+#include "server/model/model_tokenizer.h"
 #include "server/model/random_model.h"
 #include "server/model/safetensors.h"
 #include "server/model/weight_layout.h"
@@ -65,6 +68,10 @@ ABSL_FLAG(bool, normalize, true, "init: L2-normalise embeddings by default");
 ABSL_FLAG(bool, causal, false, "init: causal attention");
 ABSL_FLAG(double, init_std, 0.02, "init: standard deviation of the weights");
 ABSL_FLAG(std::string, version, "", "init: version string (default: derived)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "init: a tokenizer file (tokenizer.json, vocab.txt or a "
+          "SentencePiece .model) to copy into the model's folder and name in "
+          "its config.json; empty: token ids only");
 // ---- verify
 ABSL_FLAG(std::string, device, "cpu", "verify: cpu, cuda or cuda:N");
 ABSL_FLAG(std::string, dtype, "float32",
@@ -125,7 +132,29 @@ Json ConfigFromFlags() {
   }
   config["pooling"] = absl::GetFlag(FLAGS_pooling);
   config["normalize"] = absl::GetFlag(FLAGS_normalize);
+  const std::string tokenizer = absl::GetFlag(FLAGS_tokenizer);
+  if (!tokenizer.empty()) {
+    config["tokenizer"] = {
+        {"file", std::filesystem::path(tokenizer).filename().string()}};
+  }
   return config;
+}
+
+// Copies --tokenizer into the model's folder and loads it there as the
+// server will, so that a file the model cannot use fails init.
+absl::Status CopyTokenizer(const ModelConfig& config,
+                           const std::string& output) {
+  const std::string source = absl::GetFlag(FLAGS_tokenizer);
+  if (source.empty()) return absl::OkStatus();
+  std::error_code error;
+  std::filesystem::copy_file(
+      source, std::filesystem::path(output) / config.tokenizer.file,
+      std::filesystem::copy_options::overwrite_existing, error);
+  if (error) {
+    return absl::NotFoundError(absl::StrCat(
+        "--tokenizer ", source, ": cannot copy: ", error.message()));
+  }
+  return LoadModelTokenizer(output, config).status();
 }
 
 absl::Status Init() {
@@ -145,6 +174,7 @@ absl::Status Init() {
   options.seed = absl::GetFlag(FLAGS_seed);
   options.init_std = absl::GetFlag(FLAGS_init_std);
   RETURN_IF_ERROR(WriteRandomModel(config, output, options));
+  RETURN_IF_ERROR(CopyTokenizer(config, output));
   std::printf(
       "wrote %s: %" PRId64 " layers, hidden %" PRId64 ", %s, seed %" PRIu64
       " (random weights)\n",
@@ -173,6 +203,14 @@ absl::Status Inspect(const std::string& directory) {
   std::printf("parameters: %" PRId64 "\n", parameters);
   RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));
   std::printf("weights: every tensor matches the config\n");
+  ASSIGN_OR_RETURN(const auto tokenizer, LoadModelTokenizer(directory, config));
+  if (tokenizer == nullptr) {
+    std::printf("tokenizer: none (token ids only)\n");
+  } else {
+    std::printf("tokenizer: %s, %s, %zu ids\n", config.tokenizer.file.c_str(),
+                std::string(tokenizer->kind()).c_str(),
+                tokenizer->vocab_size());
+  }
   return absl::OkStatus();
 }
 

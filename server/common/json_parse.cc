@@ -1,4 +1,4 @@
-#include "server/model/json_parse.h"
+#include "server/common/json_parse.h"
 
 #include <exception>
 #include <set>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace favor::model {
+namespace favor {
 namespace {
 
 using Json = nlohmann::json;
@@ -141,4 +141,4 @@ std::string DescribeJson(const Json& value) {
   }
 }
 
-}  // namespace favor::model
+}  // namespace favor

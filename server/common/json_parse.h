@@ -1,13 +1,15 @@
 // Strict JSON parsing for files Favor does not trust (safetensors headers,
-// model configs), and quoting of their text in error messages.
+// model configs, tokenizer.json), and quoting of their text in error
+// messages. In namespace favor, so that the model and tokenizer modules call
+// it unqualified; no LibTorch, no gRPC.
 //
 // nlohmann::json reports errors by throwing and keeps the last of duplicate
 // keys silently; this adapter catches every exception, rejects duplicate
 // keys (a second "dtype" or a repeated tensor name must not win quietly) and
 // bounds the nesting depth, so nothing from the file can escape as an
 // exception or recurse without limit.
-#ifndef FAVOR_SERVER_MODEL_JSON_PARSE_H_
-#define FAVOR_SERVER_MODEL_JSON_PARSE_H_
+#ifndef FAVOR_SERVER_COMMON_JSON_PARSE_H_
+#define FAVOR_SERVER_COMMON_JSON_PARSE_H_
 
 #include <cstddef>
 #include <string>
@@ -16,7 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
-namespace favor::model {
+namespace favor {
 
 // Objects and arrays nested deeper than this are rejected. Favor's formats
 // need depth 3; the cap keeps hostile input from costing memory per level.
@@ -37,6 +39,6 @@ std::string Quote(absl::string_view text, size_t max_bytes = 200);
 // e.g. `string "abc"`, `number -1`, `array`, `null`.
 std::string DescribeJson(const nlohmann::json& value);
 
-}  // namespace favor::model
+}  // namespace favor
 
-#endif  // FAVOR_SERVER_MODEL_JSON_PARSE_H_
+#endif  // FAVOR_SERVER_COMMON_JSON_PARSE_H_

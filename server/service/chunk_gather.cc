@@ -1,0 +1,54 @@
+#include "server/service/chunk_gather.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+namespace favor::service {
+
+ChunkGather::ChunkGather(std::shared_ptr<EmbedGather> gather, int index,
+                         std::vector<int64_t> window_tokens)
+    : gather_(std::move(gather)),
+      index_(index),
+      window_tokens_(std::move(window_tokens)),
+      remaining_(static_cast<int>(window_tokens_.size())) {}
+
+void ChunkGather::WindowDone(int window, const EmbedWork& work,
+                             const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!status.ok() && status_.ok()) status_ = status;
+    if (status.ok() && status_.ok()) {
+      weighted_sum_.resize(work.pooled.size(), 0.0);
+      const double weight = static_cast<double>(window_tokens_[window]);
+      for (size_t c = 0; c < work.pooled.size(); ++c) {
+        weighted_sum_[c] += weight * work.pooled[c];
+      }
+      queue_time_ = std::max(queue_time_, work.queue_time);
+      compute_time_ = std::max(compute_time_, work.compute_time);
+    }
+  }
+  Release(1);
+}
+
+void ChunkGather::Release(int count) {
+  EmbedWork combined;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    remaining_ -= count;
+    if (remaining_ > 0) return;
+    status = status_;
+    const double tokens = static_cast<double>(std::accumulate(
+        window_tokens_.begin(), window_tokens_.end(), int64_t{0}));
+    combined.pooled.reserve(weighted_sum_.size());
+    for (const double sum : weighted_sum_) {
+      combined.pooled.push_back(static_cast<float>(sum / tokens));
+    }
+    combined.queue_time = queue_time_;
+    combined.compute_time = compute_time_;
+  }
+  gather_->InputDone(index_, combined, status);
+}
+
+}  // namespace favor::service
