@@ -26,23 +26,30 @@ constexpr uint64_t kArrivalSeedOffset = 0xA5A5A5A5A5A5A5A5ULL;
 // blocks (the server's own limit is far lower and pushes back first).
 constexpr int kOpenLoopStreamInFlight = 1 << 16;
 
-// The calls of one caller: inputs with drawn lengths and token ids.
+// The calls of one caller: inputs with drawn lengths, of token ids or text.
 class RequestSource {
  public:
   RequestSource(const LoadOptions& options, uint64_t seed)
       : options_(options), random_(seed) {}
 
   // The next call's inputs; `*tokens` is their total length.
-  std::vector<TokenIds> Next(int64_t* tokens) {
-    std::vector<TokenIds> inputs(static_cast<size_t>(options_.inputs_per_call));
+  std::vector<EmbedInput> Next(int64_t* tokens) {
+    std::vector<EmbedInput> inputs(
+        static_cast<size_t>(options_.inputs_per_call));
     *tokens = 0;
-    for (TokenIds& input : inputs) {
-      input.resize(static_cast<size_t>(options_.lengths.Sample(random_)));
-      for (uint32_t& id : input) {
+    for (EmbedInput& input : inputs) {
+      const int64_t length = options_.lengths.Sample(random_);
+      *tokens += length;
+      if (options_.corpus != nullptr) {
+        input.text = options_.corpus->Cut(
+            length - options_.corpus->framing_tokens(), random_);
+        continue;
+      }
+      input.token_ids.resize(static_cast<size_t>(length));
+      for (uint32_t& id : input.token_ids) {
         id = static_cast<uint32_t>(
             random_.UniformInt(0, options_.vocab_size - 1));
       }
-      *tokens += static_cast<int64_t>(input.size());
     }
     return inputs;
   }
@@ -125,7 +132,7 @@ void ClosedLoopCaller(RunContext* run, uint64_t seed) {
   const CallOptions call = CallOptionsOf(run->options);
   for (;;) {
     int64_t tokens = 0;
-    const std::vector<TokenIds> inputs = source.Next(&tokens);
+    const std::vector<EmbedInput> inputs = source.Next(&tokens);
     const absl::Time sent = absl::Now();
     bool measured = false;
     if (!run->window.ShouldSend(sent, &measured)) return;
@@ -180,7 +187,7 @@ void RunOpenLoopUnary(RunContext* run, absl::Time start) {
     bool measured = false;
     if (!run->window.ShouldSend(at, &measured)) break;
     int64_t tokens = 0;
-    const std::vector<TokenIds> inputs = source.Next(&tokens);
+    const std::vector<EmbedInput> inputs = source.Next(&tokens);
     absl::SleepFor(at - absl::Now());
     outstanding.Add();
     const int64_t sequences = static_cast<int64_t>(inputs.size());
@@ -235,7 +242,7 @@ class StreamRun {
 
   // Sends one call, registered under the id Send will give it; false when
   // the stream has failed.
-  bool Send(EmbedStreamer* streamer, const std::vector<TokenIds>& inputs,
+  bool Send(EmbedStreamer* streamer, const std::vector<EmbedInput>& inputs,
             const Pending& pending) ABSL_LOCKS_EXCLUDED(mu_) {
     {
       absl::MutexLock lock(&mu_);
@@ -255,7 +262,7 @@ class StreamRun {
     RequestSource source(run_->options, run_->options.seed + kCallerSeedStride);
     for (;;) {
       Pending pending;
-      const std::vector<TokenIds> inputs = source.Next(&pending.tokens);
+      const std::vector<EmbedInput> inputs = source.Next(&pending.tokens);
       pending.sequences = static_cast<int64_t>(inputs.size());
       AcquireSlot();
       pending.sent = absl::Now();
@@ -274,7 +281,7 @@ class StreamRun {
       Pending pending;
       pending.sent = start + arrivals.Next();
       if (!run_->window.ShouldSend(pending.sent, &pending.measured)) return;
-      const std::vector<TokenIds> inputs = source.Next(&pending.tokens);
+      const std::vector<EmbedInput> inputs = source.Next(&pending.tokens);
       pending.sequences = static_cast<int64_t>(inputs.size());
       absl::SleepFor(pending.sent - absl::Now());
       if (!Send(streamer, inputs, pending)) return;

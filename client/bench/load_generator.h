@@ -22,13 +22,15 @@
 // the end of the warm-up to the last counted answer.
 //
 // Inputs: each call carries `inputs_per_call` inputs whose lengths are
-// drawn from `lengths` and whose token ids are uniform in [0, vocab_size),
-// from `seed` (the same seed sends the same calls). The caller keeps
-// lengths within the model's limits (LengthDistribution::CappedAt).
+// drawn from `lengths`: token ids uniform in [0, vocab_size) or, with a
+// `corpus`, texts of that many tokens cut from it (text_corpus.h), from
+// `seed` (the same seed sends the same calls). The caller keeps lengths
+// within the model's limits (LengthDistribution::CappedAt).
 #ifndef FAVOR_CLIENT_BENCH_LOAD_GENERATOR_H_
 #define FAVOR_CLIENT_BENCH_LOAD_GENERATOR_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -36,6 +38,7 @@
 #include "client/bench/latency_recorder.h"
 #include "client/bench/length_distribution.h"
 #include "client/bench/run_stats.h"
+#include "client/bench/text_corpus.h"
 #include "favor/client.h"
 
 namespace favor::bench {
@@ -58,6 +61,8 @@ struct LoadOptions {
   absl::Duration warmup = absl::Seconds(1);
   // Token ids are drawn uniformly in [0, vocab_size); at least 1.
   int64_t vocab_size = 1;
+  // When set, inputs are texts cut from it instead of token ids.
+  std::shared_ptr<const TextCorpus> corpus;
   // The model; empty: the server's default.
   std::string model;
   // Deadline of each call (or stream message), from its sending.

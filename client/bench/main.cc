@@ -4,11 +4,13 @@
 // library's options.
 //
 // The run: GetModel (vocabulary size and limits, so that token ids and
-// lengths stay valid), a warm-up that is not counted, the measured phase,
-// and the report: throughput (requests/s, sequences/s, tokens/s), latency
-// percentiles (p50, p90, p99, p99.9) and errors by code; with
-// --metrics_address, the server's own queue and compute times of the
-// measured phase from /metrics scraped before and after it.
+// lengths stay valid), with --corpus the corpus tokenised once by the
+// model's tokenizer (Tokenize) so that texts can be cut to token lengths, a
+// warm-up that is not counted, the measured phase, and the report:
+// throughput (requests/s, sequences/s, tokens/s), latency percentiles (p50,
+// p90, p99, p99.9) and errors by code; with --metrics_address, the server's
+// own queue, compute and tokenisation times of the measured phase from
+// /metrics scraped before and after it.
 //
 // Exit code: 0 when the run completed with at least one successful call;
 // the most frequent error code when every counted call failed; the gRPC
@@ -35,9 +37,11 @@
 #include "client/bench/prometheus_text.h"
 #include "client/bench/report.h"
 #include "client/bench/server_metrics.h"
+#include "client/bench/text_corpus.h"
 #include "client/cli/connection.h"
 #include "client/cli/connection_flags.h"
 #include "client/cli/flag_parsing.h"
+#include "client/cli/read_file.h"
 #include "client/cli/tool_main.h"
 #include "favor/client.h"
 
@@ -58,6 +62,10 @@ ABSL_FLAG(double, request_rate, 0,
 ABSL_FLAG(std::string, lengths, "fixed:128",
           "input lengths in tokens: fixed:N, uniform:MIN:MAX or "
           "lognormal:MEDIAN:SIGMA (capped at the model's limits)");
+ABSL_FLAG(std::string, corpus, "",
+          "send text: a file of documents, one per line, cut into texts of "
+          "--lengths tokens as the model's tokenizer counts them; empty: "
+          "random token ids");
 ABSL_FLAG(int, inputs_per_call, 1, "inputs (sequences) per Embed call");
 ABSL_FLAG(bool, streaming, false,
           "use EmbedStream (one stream, --concurrency messages in flight) "
@@ -69,7 +77,8 @@ ABSL_FLAG(int64_t, requests, 0,
           "with both, whichever ends first");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(2),
           "calls sent during this first stretch are not counted");
-ABSL_FLAG(uint64_t, seed, 1, "seed of lengths, token ids and arrivals");
+ABSL_FLAG(uint64_t, seed, 1,
+          "seed of lengths, token ids, text cuts and arrivals");
 
 // ---- Output ----
 ABSL_FLAG(std::string, metrics_address, "",
@@ -128,6 +137,24 @@ absl::Status FitToModel(const favor::ModelInfo& model,
   }
   options->lengths = *std::move(capped);
   return absl::OkStatus();
+}
+
+// --corpus, tokenised by `model`'s tokenizer; null without --corpus.
+absl::StatusOr<std::shared_ptr<const favor::bench::TextCorpus>> CorpusFromFlags(
+    favor::Client* client, const favor::ModelInfo& model) {
+  const std::string path = absl::GetFlag(FLAGS_corpus);
+  if (path.empty()) return nullptr;
+  absl::StatusOr<std::string> text = favor::cli::ReadFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<favor::bench::TextCorpus> corpus =
+      favor::bench::TokenizeCorpus(client, model,
+                                   favor::bench::SplitDocuments(*text));
+  if (!corpus.ok()) {
+    return absl::Status(
+        corpus.status().code(),
+        absl::StrCat("--corpus ", path, ": ", corpus.status().message()));
+  }
+  return std::make_shared<const favor::bench::TextCorpus>(*std::move(corpus));
 }
 
 // The load of the flags, with token ids below the model's vocabulary size.
@@ -236,6 +263,10 @@ absl::Status Run(const std::vector<std::string>& arguments) {
       LoadOptionsFromFlags(*model);
   if (!options.ok()) return options.status();
   report.options = *std::move(options);
+  absl::StatusOr<std::shared_ptr<const favor::bench::TextCorpus>> corpus =
+      CorpusFromFlags(client->get(), *model);
+  if (!corpus.ok()) return corpus.status();
+  report.options.corpus = *std::move(corpus);
   absl::StatusOr<favor::bench::BenchReport> done =
       Measure(client->get(), std::move(report));
   if (!done.ok()) return done.status();
@@ -252,10 +283,11 @@ absl::Status Run(const std::vector<std::string>& arguments) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Load generator for a Favor server: Embed calls, closed loop "
-      "(--concurrency) or open loop (--request_rate, Poisson arrivals), "
-      "unary or --streaming; reports throughput, latency percentiles and "
-      "errors by code (--json for machines).\n"
+      "Load generator for a Favor server: Embed calls of token ids or of "
+      "text (--corpus), closed loop (--concurrency) or open loop "
+      "(--request_rate, Poisson arrivals), unary or --streaming; reports "
+      "throughput, latency percentiles and errors by code (--json for "
+      "machines).\n"
       "Usage: favor-bench [flags]");
   return favor::cli::RunToolMain(
       argc, argv, kProgram,

@@ -23,7 +23,12 @@ nlohmann::json ConfigToJson(const LoadOptions& options) {
       {"duration_seconds", absl::ToDoubleSeconds(options.duration)},
       {"request_count", options.request_count},
       {"warmup_seconds", absl::ToDoubleSeconds(options.warmup)},
-      {"seed", options.seed}};
+      {"seed", options.seed},
+      {"inputs", options.corpus != nullptr ? "text" : "token_ids"}};
+  if (options.corpus != nullptr) {
+    config["corpus_documents"] = options.corpus->num_documents();
+    config["corpus_tokens"] = options.corpus->total_tokens();
+  }
   if (open_loop) {
     config["request_rate_per_second"] = options.request_rate_per_second;
   } else {
@@ -52,8 +57,13 @@ nlohmann::json ServerToJson(const ServerMetricsDelta& server) {
           {"compute_ms_mean", server.compute_seconds_mean * 1e3},
           {"batch_size_mean", server.batch_size_mean},
           {"requests", server.requests},
+          {"request_seconds_total", server.request_seconds_total},
           {"request_ms_mean", server.request_seconds_mean * 1e3},
-          {"tokens_processed", server.tokens_processed}};
+          {"tokens_processed", server.tokens_processed},
+          {"tokenizations", server.tokenizations},
+          {"tokenization_seconds_total", server.tokenization_seconds_total},
+          {"tokenization_ms_mean", server.tokenization_seconds_mean * 1e3},
+          {"tokenization_share", server.tokenization_share}};
 }
 
 nlohmann::json ErrorsToJson(const RunTotals& totals) {
@@ -114,7 +124,7 @@ std::string ReportToText(const BenchReport& report) {
   const LatencySummary& latency = report.result.latency;
   const Throughput throughput = ThroughputOf(report.result);
   std::string text = absl::StrFormat(
-      "model %s: %s, lengths %s, %d input(s) per call\n"
+      "model %s: %s, lengths %s, %d %s input(s) per call\n"
       "measured %.3f s after %d warm-up calls\n"
       "calls: %d (%d ok, %d failed)\n"
       "throughput: %.2f requests/s, %.2f sequences/s, %.1f tokens/s\n"
@@ -122,6 +132,7 @@ std::string ReportToText(const BenchReport& report) {
       "(min %.3f, mean %.3f, max %.3f)\n",
       report.model, Mode(report.options), report.options.lengths.ToString(),
       report.options.inputs_per_call,
+      report.options.corpus != nullptr ? "text" : "token id",
       absl::ToDoubleSeconds(report.result.measured_time),
       report.result.warmup_calls, totals.calls, totals.ok_calls,
       totals.calls - totals.ok_calls, throughput.requests_per_second,
@@ -144,6 +155,14 @@ std::string ReportToText(const BenchReport& report) {
         server.compute_seconds_mean * 1e3, server.batches,
         server.batch_size_mean, server.compute_seconds_total,
         server.tokens_processed);
+    if (server.tokenizations > 0) {
+      absl::StrAppendFormat(
+          &text,
+          "server tokenisation: %.3f ms mean over %d calls, %.2f%% of the "
+          "calls' %.3f s on the server\n",
+          server.tokenization_seconds_mean * 1e3, server.tokenizations,
+          server.tokenization_share * 100, server.request_seconds_total);
+    }
   }
   return text;
 }

@@ -38,22 +38,29 @@ ServerMetricsDelta ComputeServerMetricsDelta(
     const std::vector<PrometheusSample>& after, const std::string& model) {
   const LabelSet match = {{"model", model}};
   ServerMetricsDelta delta;
-  const HistogramDelta queue =
-      HistogramDeltaOf(before, after, kQueueDurationSeconds, match);
-  delta.queued_inputs = Count(queue.count);
-  delta.queue_seconds_total = queue.sum;
-  delta.queue_seconds_mean = queue.mean();
-  const HistogramDelta compute =
-      HistogramDeltaOf(before, after, kComputeDurationSeconds, match);
-  delta.batches = Count(compute.count);
-  delta.compute_seconds_total = compute.sum;
-  delta.compute_seconds_mean = compute.mean();
+  const auto histogram = [&](const char* name, int64_t* count, double* total,
+                             double* mean) {
+    const HistogramDelta histogram_delta =
+        HistogramDeltaOf(before, after, name, match);
+    *count = Count(histogram_delta.count);
+    *total = histogram_delta.sum;
+    *mean = histogram_delta.mean();
+  };
+  histogram(kQueueDurationSeconds, &delta.queued_inputs,
+            &delta.queue_seconds_total, &delta.queue_seconds_mean);
+  histogram(kComputeDurationSeconds, &delta.batches,
+            &delta.compute_seconds_total, &delta.compute_seconds_mean);
+  histogram(kRequestDurationSeconds, &delta.requests,
+            &delta.request_seconds_total, &delta.request_seconds_mean);
+  histogram(kTokenizationDurationSeconds, &delta.tokenizations,
+            &delta.tokenization_seconds_total,
+            &delta.tokenization_seconds_mean);
   delta.batch_size_mean =
       HistogramDeltaOf(before, after, kBatchSizeRequests, match).mean();
-  const HistogramDelta requests =
-      HistogramDeltaOf(before, after, kRequestDurationSeconds, match);
-  delta.requests = Count(requests.count);
-  delta.request_seconds_mean = requests.mean();
+  delta.tokenization_share =
+      delta.request_seconds_total > 0
+          ? delta.tokenization_seconds_total / delta.request_seconds_total
+          : 0;
   delta.tokens_processed =
       Count(Delta(before, after, kTokensProcessedTotal, match));
   return delta;

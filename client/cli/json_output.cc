@@ -51,6 +51,30 @@ absl::StatusOr<nlohmann::json> TensorToJson(const Tensor& tensor) {
                         {"values", *values}};
 }
 
+nlohmann::json TokenizerToJson(const TokenizerInfo& tokenizer) {
+  nlohmann::json special_tokens = nlohmann::json::array();
+  for (const SpecialToken& token : tokenizer.special_tokens) {
+    special_tokens.push_back(
+        {{"role", token.role}, {"token", token.token}, {"id", token.id}});
+  }
+  return {{"kind", tokenizer.kind},
+          {"file", tokenizer.file},
+          {"special_tokens", std::move(special_tokens)}};
+}
+
+// An Embedding's spans and chunk count, when it has them.
+void AddSpansAndChunks(const Embedding& embedding, nlohmann::json* json) {
+  if (!embedding.spans.empty()) {
+    nlohmann::json spans = nlohmann::json::array();
+    for (const SpanEmbedding& span : embedding.spans) {
+      spans.push_back(
+          {{"num_tokens", span.num_tokens}, {"values", span.values}});
+    }
+    (*json)["spans"] = std::move(spans);
+  }
+  if (embedding.num_chunks > 0) (*json)["num_chunks"] = embedding.num_chunks;
+}
+
 nlohmann::json ConfigToJson(const ModelConfig& config) {
   const AttentionConfig& attention = config.attention;
   nlohmann::json json = {
@@ -75,6 +99,7 @@ nlohmann::json ConfigToJson(const ModelConfig& config) {
       {"cls_token_id", config.cls_token_id},
       {"sep_token_id", config.sep_token_id},
       {"mask_token_id", config.mask_token_id}};
+  json["tokenizer"] = TokenizerToJson(config.tokenizer);
   // The server's config.json, parsed so that it nests; kept as a string if
   // it is not JSON (it always is from favor-server).
   nlohmann::json parsed = nlohmann::json::parse(config.config_json, nullptr,
@@ -91,7 +116,9 @@ nlohmann::json LimitsToJson(const ModelLimits& limits) {
           {"max_tokens_per_batch", limits.max_tokens_per_batch},
           {"max_requests_per_batch", limits.max_requests_per_batch},
           {"max_queued_tokens", limits.max_queued_tokens},
-          {"max_queued_requests", limits.max_queued_requests}};
+          {"max_queued_requests", limits.max_queued_requests},
+          {"max_text_bytes_per_call", limits.max_text_bytes_per_call},
+          {"max_spans_per_input", limits.max_spans_per_input}};
 }
 
 }  // namespace
@@ -115,6 +142,7 @@ absl::StatusOr<nlohmann::json> EmbedResultToJson(const EmbedResult& result) {
       if (!tokens.ok()) return tokens.status();
       json["token_embeddings"] = *std::move(tokens);
     }
+    AddSpansAndChunks(embedding, &json);
     embeddings.push_back(std::move(json));
   }
   return nlohmann::json{{"model", result.model},
@@ -122,6 +150,18 @@ absl::StatusOr<nlohmann::json> EmbedResultToJson(const EmbedResult& result) {
                         {"num_tokens", result.num_tokens},
                         {"timing", ServerTimingToJson(result.timing)},
                         {"embeddings", std::move(embeddings)}};
+}
+
+nlohmann::json TokenizeResultToJson(const TokenizeResult& result) {
+  nlohmann::json texts = nlohmann::json::array();
+  for (const TokenizedText& text : result.texts) {
+    texts.push_back({{"ids", text.ids},
+                     {"tokens", text.tokens},
+                     {"begin_offsets", text.begin_offsets},
+                     {"end_offsets", text.end_offsets},
+                     {"special", text.special}});
+  }
+  return {{"model", result.model}, {"texts", std::move(texts)}};
 }
 
 nlohmann::json ModelInfoToJson(const ModelInfo& model) {

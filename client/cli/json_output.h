@@ -13,11 +13,18 @@ namespace favor::cli {
 
 // {"model", "model_version", "num_tokens", "timing": {...}, "embeddings":
 // [{"num_tokens", "num_truncated_tokens", "values": [...],
-// "token_embeddings": {"shape", "dtype", "values"}}]}. INVALID_ARGUMENT
-// when a token_embeddings tensor is malformed.
+// "token_embeddings": {"shape", "dtype", "values"}, "spans": [{"num_tokens",
+// "values"}], "num_chunks"}]}; token_embeddings, spans and num_chunks only
+// when the call asked for them. INVALID_ARGUMENT when a token_embeddings
+// tensor is malformed.
 absl::StatusOr<nlohmann::json> EmbedResultToJson(const EmbedResult& result);
 
-// {"name", "version", "is_default", "devices", "config": {...}, "limits":
+// {"model", "texts": [{"ids", "tokens", "begin_offsets", "end_offsets",
+// "special"}]}: one array per field, one entry per token.
+nlohmann::json TokenizeResultToJson(const TokenizeResult& result);
+
+// {"name", "version", "is_default", "devices", "config": {..., "tokenizer":
+// {"kind", "file", "special_tokens": [{"role", "token", "id"}]}}, "limits":
 // {...}}; config_json is included parsed, as "config_json".
 nlohmann::json ModelInfoToJson(const ModelInfo& model);
 

@@ -5,11 +5,13 @@
 //   favor-cli [flags] health [SERVICE]   exit 0 only when SERVING
 //   favor-cli [flags] models             ListModels, as JSON
 //   favor-cli [flags] model NAME         GetModel, as JSON
-//   favor-cli [flags] embed [IDS...]     Embed, as JSON
+//   favor-cli [flags] embed [INPUT...]   Embed (text or token ids), as JSON
+//   favor-cli [flags] tokenize [TEXT...] Tokenize, as JSON
 //   favor-cli [flags] attend             Attend, a JSON summary
 //
 // The exit code is the gRPC status code of the failure (0 OK, 3
-// INVALID_ARGUMENT for bad usage or input, 5 NOT_FOUND, 14 UNAVAILABLE,
+// INVALID_ARGUMENT for bad usage or input, 5 NOT_FOUND, 9
+// FAILED_PRECONDITION (text for a model without a tokenizer), 14 UNAVAILABLE,
 // 16 UNAUTHENTICATED, ...), and the failure is one line on stderr.
 #include <unistd.h>
 
@@ -31,9 +33,9 @@
 #include "client/cli/attend_input.h"
 #include "client/cli/connection.h"
 #include "client/cli/connection_flags.h"
+#include "client/cli/embed_input.h"
 #include "client/cli/flag_parsing.h"
 #include "client/cli/json_output.h"
-#include "client/cli/token_input.h"
 #include "client/cli/tool_main.h"
 #include "favor/client.h"
 #include "nlohmann/json.hpp"
@@ -50,16 +52,40 @@ ABSL_FLAG(bool, pretty, false, "indent the JSON output");
 // ---- embed ----
 ABSL_FLAG(std::string, model, "", "model name; empty: the server's default");
 ABSL_FLAG(std::string, input_file, "",
-          "embed: inputs, one per line (JSON array, {\"token_ids\": [...]} "
-          "or ids separated by commas/spaces); '-' is stdin");
+          "embed: inputs, one per line: JSON ([ids...], \"text\", "
+          "{\"text\": ..., \"spans\": [[b, e], ...]} or {\"token_ids\": "
+          "[...]}) or plain, read like an argument; tokenize: one text, the "
+          "whole file; '-' is stdin");
+ABSL_FLAG(bool, text, false,
+          "embed: read every plain input as text, even one that starts with a "
+          "digit");
+ABSL_FLAG(bool, ids, false,
+          "embed: read every plain input as token ids (commas or spaces "
+          "between them)");
+ABSL_FLAG(std::string, spans, "",
+          "embed: late chunking, BEGIN:END,... (bytes of a text, positions of "
+          "ids): one pooled embedding per span, for every input without "
+          "spans of its own");
+ABSL_FLAG(int32_t, dimensions, 0,
+          "embed: keep the first N values of each embedding (Matryoshka), "
+          "renormalised; 0: all");
+ABSL_FLAG(int64_t, chunk_overlap_tokens, 0,
+          "embed: tokens shared by consecutive windows with "
+          "--truncation=chunk");
 ABSL_FLAG(std::string, pooling, "default",
           "embed: default, mean, cls, attention or none");
 ABSL_FLAG(std::string, normalization, "default", "embed: default, none or l2");
 ABSL_FLAG(std::string, truncation, "none",
-          "embed: none (refuse long inputs), left or right");
+          "embed: none (refuse long inputs), left, right or chunk (embed "
+          "windows of the model's length and pool them)");
 ABSL_FLAG(bool, token_embeddings, false,
           "embed: also print each input's per-position output vectors");
 ABSL_FLAG(bool, high_priority, false, "queue the request at high priority");
+
+// ---- tokenize ----
+ABSL_FLAG(bool, without_special_tokens, false,
+          "tokenize: leave out the special tokens the model adds ([CLS], "
+          "[SEP])");
 
 // ---- attend ----
 ABSL_FLAG(std::string, shape, "1,1,16,8",
@@ -208,38 +234,68 @@ absl::StatusOr<favor::EmbedOptions> EmbedOptionsFromFlags() {
       ParseChoice<Truncation>("truncation", absl::GetFlag(FLAGS_truncation),
                               {{"none", Truncation::kNone},
                                {"left", Truncation::kLeft},
-                               {"right", Truncation::kRight}});
+                               {"right", Truncation::kRight},
+                               {"chunk", Truncation::kChunk}});
   if (!truncation.ok()) return truncation.status();
   options.truncation = *truncation;
   options.include_token_embeddings = absl::GetFlag(FLAGS_token_embeddings);
   options.priority = absl::GetFlag(FLAGS_high_priority)
                          ? favor::Priority::kHigh
                          : favor::Priority::kNormal;
+  options.dimensions = absl::GetFlag(FLAGS_dimensions);
+  options.chunk_overlap_tokens = absl::GetFlag(FLAGS_chunk_overlap_tokens);
   return options;
 }
 
-// The inputs of `embed`: its arguments, --input_file, or stdin.
-absl::StatusOr<std::vector<favor::TokenIds>> EmbedInputs(
-    const std::vector<std::string>& arguments) {
-  const std::vector<std::string> ids(arguments.begin() + 1, arguments.end());
+// How plain arguments and lines are read: --text, --ids, or by their first
+// character.
+absl::StatusOr<favor::cli::PlainInput> PlainInputFromFlags() {
+  const bool text = absl::GetFlag(FLAGS_text);
+  const bool ids = absl::GetFlag(FLAGS_ids);
+  if (text && ids) return UsageError("give --text or --ids, not both");
+  if (text) return favor::cli::PlainInput::kText;
+  if (ids) return favor::cli::PlainInput::kIds;
+  return favor::cli::PlainInput::kAuto;
+}
+
+// The file `embed` and `tokenize` read when they have no argument:
+// --input_file, else stdin unless it is a terminal; empty when neither.
+std::string InputFileFromFlags() {
   const std::string file = absl::GetFlag(FLAGS_input_file);
-  if (!ids.empty() && !file.empty()) {
-    return UsageError("give token ids as arguments or --input_file, not both");
+  if (!file.empty() || isatty(STDIN_FILENO)) return file;
+  return "-";
+}
+
+// The inputs of `embed`: its arguments, --input_file, or stdin; --spans
+// for those without spans of their own.
+absl::StatusOr<std::vector<favor::EmbedInput>> EmbedInputs(
+    const std::vector<std::string>& arguments) {
+  absl::StatusOr<favor::cli::PlainInput> plain = PlainInputFromFlags();
+  if (!plain.ok()) return plain.status();
+  absl::StatusOr<std::vector<favor::InputSpan>> spans =
+      favor::cli::ParseSpans(absl::GetFlag(FLAGS_spans));
+  if (!spans.ok()) return spans.status();
+  const std::vector<std::string> given(arguments.begin() + 1, arguments.end());
+  if (!given.empty() && !absl::GetFlag(FLAGS_input_file).empty()) {
+    return UsageError("give inputs as arguments or --input_file, not both");
   }
-  absl::StatusOr<std::vector<favor::TokenIds>> inputs;
-  if (!ids.empty()) {
-    inputs = favor::cli::ParseTokenArguments(ids);
+  const std::string file = InputFileFromFlags();
+  absl::StatusOr<std::vector<favor::EmbedInput>> inputs;
+  if (!given.empty()) {
+    inputs = favor::cli::ParseInputArguments(given, *plain);
   } else if (!file.empty()) {
-    inputs = favor::cli::ReadTokenFile(file);
-  } else if (isatty(STDIN_FILENO)) {
-    return UsageError(
-        "no input: give token ids as arguments, --input_file, or JSON lines "
-        "on stdin");
+    inputs = favor::cli::ReadInputFile(file, *plain);
   } else {
-    inputs = favor::cli::ReadTokenFile("-");
+    return UsageError(
+        "no input: give texts or token ids as arguments, --input_file, or "
+        "JSON lines on stdin");
   }
   if (inputs.ok() && inputs->empty()) {
     return absl::InvalidArgumentError("no input: every line was blank");
+  }
+  if (!inputs.ok()) return inputs;
+  for (favor::EmbedInput& input : *inputs) {
+    if (input.spans.empty()) input.spans = *spans;
   }
   return inputs;
 }
@@ -247,7 +303,8 @@ absl::StatusOr<std::vector<favor::TokenIds>> EmbedInputs(
 absl::Status Embed(const std::vector<std::string>& arguments) {
   absl::StatusOr<favor::EmbedOptions> options = EmbedOptionsFromFlags();
   if (!options.ok()) return options.status();
-  absl::StatusOr<std::vector<favor::TokenIds>> inputs = EmbedInputs(arguments);
+  absl::StatusOr<std::vector<favor::EmbedInput>> inputs =
+      EmbedInputs(arguments);
   if (!inputs.ok()) return inputs.status();
   absl::StatusOr<std::unique_ptr<favor::Client>> client =
       NewClient(kCallDeadline);
@@ -258,6 +315,41 @@ absl::Status Embed(const std::vector<std::string>& arguments) {
   absl::StatusOr<nlohmann::json> json = favor::cli::EmbedResultToJson(*result);
   if (!json.ok()) return json.status();
   PrintJson(*json);
+  return absl::OkStatus();
+}
+
+// tokenize [TEXT...]: each argument is one text; without any, the whole of
+// --input_file or stdin is one (so that offsets are the file's bytes).
+absl::Status Tokenize(const std::vector<std::string>& arguments) {
+  std::vector<std::string> texts(arguments.begin() + 1, arguments.end());
+  const std::string file = InputFileFromFlags();
+  if (!texts.empty() && !absl::GetFlag(FLAGS_input_file).empty()) {
+    return UsageError("give texts as arguments or --input_file, not both");
+  }
+  if (texts.empty() && file.empty()) {
+    return UsageError(
+        "no input: give texts as arguments, --input_file, or text on stdin");
+  }
+  if (texts.empty()) {
+    std::string source;
+    absl::StatusOr<std::string> text = favor::cli::ReadInputText(file, &source);
+    if (!text.ok()) return text.status();
+    if (text->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no input: ", source, " is empty"));
+    }
+    texts.push_back(*std::move(text));
+  }
+  favor::TokenizeOptions options;
+  options.model = absl::GetFlag(FLAGS_model);
+  options.without_special_tokens = absl::GetFlag(FLAGS_without_special_tokens);
+  absl::StatusOr<std::unique_ptr<favor::Client>> client =
+      NewClient(kCallDeadline);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<favor::TokenizeResult> result =
+      (*client)->Tokenize(texts, options);
+  if (!result.ok()) return result.status();
+  PrintJson(favor::cli::TokenizeResultToJson(*result));
   return absl::OkStatus();
 }
 
@@ -326,17 +418,19 @@ absl::Status Attend(const std::vector<std::string>& arguments) {
 absl::Status Run(const std::vector<std::string>& arguments) {
   if (arguments.empty()) {
     return UsageError(
-        "no command: give one of health, models, model, embed, attend");
+        "no command: give one of health, models, model, embed, tokenize, "
+        "attend");
   }
   const std::string& command = arguments[0];
   if (command == "health") return Health(arguments);
   if (command == "models") return Models(arguments);
   if (command == "model") return Model(arguments);
   if (command == "embed") return Embed(arguments);
+  if (command == "tokenize") return Tokenize(arguments);
   if (command == "attend") return Attend(arguments);
   return UsageError(absl::StrCat("unknown command '", command,
                                  "': give one of health, models, model, "
-                                 "embed, attend"));
+                                 "embed, tokenize, attend"));
 }
 
 }  // namespace
@@ -349,14 +443,17 @@ int main(int argc, char** argv) {
       "exit 0 only when SERVING\n"
       "  models            every loaded model, as JSON\n"
       "  model NAME        one model, as JSON\n"
-      "  embed [IDS...]    embeddings as JSON; each argument is one input "
-      "(ids separated by commas or spaces), else --input_file, else JSON "
-      "lines on stdin\n"
+      "  embed [INPUT...]  embeddings as JSON; each argument is one input: "
+      "token ids (separated by commas or spaces) when it starts with a "
+      "digit, else text (--text, --ids: always one way); else --input_file, "
+      "else JSON lines on stdin\n"
+      "  tokenize [TEXT...] the model's tokens of each text (ids, tokens, "
+      "byte offsets) as JSON; else the whole --input_file or stdin\n"
       "  attend            attention on random (or --*_file) Q, K, V of "
       "--shape; prints a summary, --output_file writes the output\n"
       "Exit code: the gRPC status code (0 OK, 3 INVALID_ARGUMENT, 5 "
-      "NOT_FOUND, 14 UNAVAILABLE, 16 UNAUTHENTICATED, ...); errors are one "
-      "line on stderr.");
+      "NOT_FOUND, 9 FAILED_PRECONDITION, 14 UNAVAILABLE, 16 UNAUTHENTICATED, "
+      "...); errors are one line on stderr.");
   return favor::cli::RunToolMain(
       argc, argv, kProgram,
       {"client/cli/main.cc", favor::cli::ConnectionFlagsFile()}, Run);

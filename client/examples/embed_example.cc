@@ -1,6 +1,7 @@
 // A minimal favor::Client program: checks the server's health, prints its
-// default model, embeds two token id sequences (blocking), then the same
-// two again asynchronously through a future and over an EmbedStream.
+// default model, embeds two texts (blocking) when the model has a tokenizer,
+// shows their tokens, then embeds two token id sequences, blocking, through
+// a future and over an EmbedStream.
 //
 //   favor_client_example [host:port] [bearer-token]
 //
@@ -16,7 +17,8 @@
 namespace {
 
 // Health and the default model; false when there is no model to show.
-bool ShowServer(favor::Client& client) {
+// `*takes_text`: whether the model has a tokenizer.
+bool ShowServer(favor::Client& client, bool* takes_text) {
   absl::StatusOr<favor::ServingStatus> health = client.CheckHealth();
   std::printf("health: %s\n", health.ok() ? favor::ServingStatusName(*health)
                                           : health.status().ToString().c_str());
@@ -25,11 +27,37 @@ bool ShowServer(favor::Client& client) {
     std::fprintf(stderr, "GetModel: %s\n", model.status().ToString().c_str());
     return false;
   }
-  std::printf("model %s: vocab %lld, hidden %lld, attention %s\n",
+  const favor::TokenizerInfo& tokenizer = model->config.tokenizer;
+  std::printf("model %s: vocab %lld, hidden %lld, attention %s, tokenizer %s\n",
               model->name.c_str(),
               static_cast<long long>(model->config.vocab_size),
               static_cast<long long>(model->config.hidden_size),
-              model->config.attention.kernel.c_str());
+              model->config.attention.kernel.c_str(),
+              tokenizer.kind.empty() ? "none (token ids only)"
+                                     : tokenizer.kind.c_str());
+  *takes_text = !tokenizer.kind.empty();
+  return true;
+}
+
+// Text in: the server tokenises it with the model's own tokenizer.
+bool EmbedText(favor::Client& client) {
+  absl::StatusOr<favor::EmbedResult> result =
+      client.Embed({"Hello, world!", "Text goes in as it is."});
+  if (!result.ok()) {
+    std::fprintf(stderr, "Embed: %s\n", result.status().ToString().c_str());
+    return false;
+  }
+  std::printf("text 0: %zu values, %lld tokens\n",
+              result->embeddings[0].values.size(),
+              static_cast<long long>(result->embeddings[0].num_tokens));
+  absl::StatusOr<favor::TokenizeResult> tokens =
+      client.Tokenize({"Hello, world!"});
+  if (!tokens.ok()) return false;
+  const favor::TokenizedText& text = tokens->texts[0];
+  for (size_t i = 0; i < text.ids.size(); ++i) {
+    std::printf("  %u %s [%u, %u)\n", text.ids[i], text.tokens[i].c_str(),
+                text.begin_offsets[i], text.end_offsets[i]);
+  }
   return true;
 }
 
@@ -84,7 +112,9 @@ int main(int argc, char** argv) {
   }
   const std::vector<favor::TokenIds> inputs = {{101, 7592, 2088, 102},
                                                {101, 2088, 102}};
-  const bool ok = ShowServer(**client) && Embed(**client, inputs) &&
-                  EmbedOverStream(**client, inputs);
+  bool takes_text = false;
+  const bool ok = ShowServer(**client, &takes_text) &&
+                  (!takes_text || EmbedText(**client)) &&
+                  Embed(**client, inputs) && EmbedOverStream(**client, inputs);
   return ok ? 0 : 1;
 }

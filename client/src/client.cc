@@ -10,6 +10,7 @@
 #include "convert.h"
 #include "health.h"
 #include "unary_call.h"
+#include "utf8.h"
 
 namespace favor {
 namespace {
@@ -153,9 +154,14 @@ std::vector<std::string> Client::targets() const { return impl_->targets(); }
 
 // Embed.
 
-void Client::EmbedAsync(absl::Span<const TokenIds> inputs,
+void Client::EmbedAsync(absl::Span<const EmbedInput> inputs,
                         const EmbedOptions& options, const CallOptions& call,
                         Callback<EmbedResult> done) {
+  if (absl::Status status = client_internal::CheckInputTexts(inputs);
+      !status.ok()) {
+    done(std::move(status));
+    return;
+  }
   v1::EmbedRequest request;
   client_internal::ToProto(inputs, options, &request);
   CallFavor(impl_.get(), &v1::Favor::Stub::async::Embed, std::move(request),
@@ -163,17 +169,68 @@ void Client::EmbedAsync(absl::Span<const TokenIds> inputs,
 }
 
 std::future<absl::StatusOr<EmbedResult>> Client::EmbedFuture(
-    absl::Span<const TokenIds> inputs, const EmbedOptions& options,
+    absl::Span<const EmbedInput> inputs, const EmbedOptions& options,
     const CallOptions& call) {
   return AsFuture<EmbedResult>([&](Callback<EmbedResult> done) {
     EmbedAsync(inputs, options, call, std::move(done));
   });
 }
 
-absl::StatusOr<EmbedResult> Client::Embed(absl::Span<const TokenIds> inputs,
+absl::StatusOr<EmbedResult> Client::Embed(absl::Span<const EmbedInput> inputs,
                                           const EmbedOptions& options,
                                           const CallOptions& call) {
   return EmbedFuture(inputs, options, call).get();
+}
+
+// The TokenIds forms: the same calls, each sequence one input.
+
+void Client::EmbedAsync(absl::Span<const TokenIds> inputs,
+                        const EmbedOptions& options, const CallOptions& call,
+                        Callback<EmbedResult> done) {
+  EmbedAsync(client_internal::ToEmbedInputs(inputs), options, call,
+             std::move(done));
+}
+
+std::future<absl::StatusOr<EmbedResult>> Client::EmbedFuture(
+    absl::Span<const TokenIds> inputs, const EmbedOptions& options,
+    const CallOptions& call) {
+  return EmbedFuture(client_internal::ToEmbedInputs(inputs), options, call);
+}
+
+absl::StatusOr<EmbedResult> Client::Embed(absl::Span<const TokenIds> inputs,
+                                          const EmbedOptions& options,
+                                          const CallOptions& call) {
+  return Embed(client_internal::ToEmbedInputs(inputs), options, call);
+}
+
+// Tokenize.
+
+void Client::TokenizeAsync(absl::Span<const std::string> texts,
+                           const TokenizeOptions& options,
+                           const CallOptions& call,
+                           Callback<TokenizeResult> done) {
+  if (absl::Status status = client_internal::CheckTexts(texts); !status.ok()) {
+    done(std::move(status));
+    return;
+  }
+  v1::TokenizeRequest request;
+  client_internal::ToProto(texts, options, &request);
+  CallFavor(impl_.get(), &v1::Favor::Stub::async::Tokenize, std::move(request),
+            call, std::move(done));
+}
+
+std::future<absl::StatusOr<TokenizeResult>> Client::TokenizeFuture(
+    absl::Span<const std::string> texts, const TokenizeOptions& options,
+    const CallOptions& call) {
+  return AsFuture<TokenizeResult>([&](Callback<TokenizeResult> done) {
+    TokenizeAsync(texts, options, call, std::move(done));
+  });
+}
+
+absl::StatusOr<TokenizeResult> Client::Tokenize(
+    absl::Span<const std::string> texts, const TokenizeOptions& options,
+    const CallOptions& call) {
+  return TokenizeFuture(texts, options, call).get();
 }
 
 // Attend.

@@ -36,7 +36,52 @@ Embedding FromProto(const v1::Embedding& proto) {
   }
   embedding.num_tokens = proto.num_tokens();
   embedding.num_truncated_tokens = proto.num_truncated_tokens();
+  embedding.spans.reserve(static_cast<size_t>(proto.spans_size()));
+  for (const v1::SpanEmbedding& span : proto.spans()) {
+    embedding.spans.push_back(
+        {std::vector<float>(span.values().begin(), span.values().end()),
+         span.num_tokens()});
+  }
+  embedding.num_chunks = proto.num_chunks();
   return embedding;
+}
+
+TokenizerInfo FromProto(const v1::TokenizerInfo& proto) {
+  TokenizerInfo info;
+  info.kind = proto.kind();
+  info.file = proto.file();
+  info.special_tokens.reserve(static_cast<size_t>(proto.special_tokens_size()));
+  for (const v1::SpecialToken& token : proto.special_tokens()) {
+    info.special_tokens.push_back({token.role(), token.token(), token.id()});
+  }
+  return info;
+}
+
+TokenizedText FromProto(const v1::TokenizedText& proto) {
+  TokenizedText text;
+  text.ids.assign(proto.ids().begin(), proto.ids().end());
+  text.tokens.assign(proto.tokens().begin(), proto.tokens().end());
+  text.begin_offsets.assign(proto.begin_offsets().begin(),
+                            proto.begin_offsets().end());
+  text.end_offsets.assign(proto.end_offsets().begin(),
+                          proto.end_offsets().end());
+  text.special.assign(proto.special().begin(), proto.special().end());
+  return text;
+}
+
+// The fields of EmbedOptions, the inputs aside.
+void OptionsToProto(const EmbedOptions& options, v1::EmbedRequest* proto) {
+  proto->set_model(options.model);
+  proto->set_pooling(ToProtoEnum<v1::Pooling>(options.pooling));
+  proto->set_normalization(
+      ToProtoEnum<v1::Normalization>(options.normalization));
+  proto->set_truncation(ToProtoEnum<v1::Truncation>(options.truncation));
+  proto->set_include_token_embeddings(options.include_token_embeddings);
+  proto->set_token_embeddings_dtype(
+      ToProtoEnum<v1::Dtype>(options.token_embeddings_dtype));
+  proto->set_priority(ToProtoEnum<v1::Priority>(options.priority));
+  proto->set_dimensions(options.dimensions);
+  proto->set_chunk_overlap_tokens(options.chunk_overlap_tokens);
 }
 
 AttentionConfig FromProto(const v1::AttentionConfig& proto) {
@@ -70,6 +115,7 @@ ModelConfig FromProto(const v1::ModelConfig& proto) {
   config.sep_token_id = proto.sep_token_id();
   config.mask_token_id = proto.mask_token_id();
   config.config_json = proto.config_json();
+  config.tokenizer = FromProto(proto.tokenizer());
   return config;
 }
 
@@ -82,6 +128,8 @@ ModelLimits FromProto(const v1::ModelLimits& proto) {
   limits.max_requests_per_batch = proto.max_requests_per_batch();
   limits.max_queued_tokens = proto.max_queued_tokens();
   limits.max_queued_requests = proto.max_queued_requests();
+  limits.max_text_bytes_per_call = proto.max_text_bytes_per_call();
+  limits.max_spans_per_input = proto.max_spans_per_input();
   return limits;
 }
 
@@ -129,22 +177,29 @@ Tensor FromProto(const v1::Tensor& proto) {
   return tensor;
 }
 
-void ToProto(absl::Span<const TokenIds> inputs, const EmbedOptions& options,
+void ToProto(absl::Span<const EmbedInput> inputs, const EmbedOptions& options,
              v1::EmbedRequest* proto) {
-  proto->set_model(options.model);
   proto->mutable_inputs()->Reserve(static_cast<int>(inputs.size()));
-  for (const TokenIds& input : inputs) {
-    proto->add_inputs()->mutable_token_ids()->Assign(input.begin(),
-                                                     input.end());
+  for (const EmbedInput& input : inputs) {
+    v1::EmbedInput* added = proto->add_inputs();
+    added->mutable_token_ids()->Assign(input.token_ids.begin(),
+                                       input.token_ids.end());
+    added->set_text(input.text);
+    added->mutable_spans()->Reserve(static_cast<int>(input.spans.size()));
+    for (const InputSpan& span : input.spans) {
+      v1::Span* added_span = added->add_spans();
+      added_span->set_begin(span.begin);
+      added_span->set_end(span.end);
+    }
   }
-  proto->set_pooling(ToProtoEnum<v1::Pooling>(options.pooling));
-  proto->set_normalization(
-      ToProtoEnum<v1::Normalization>(options.normalization));
-  proto->set_truncation(ToProtoEnum<v1::Truncation>(options.truncation));
-  proto->set_include_token_embeddings(options.include_token_embeddings);
-  proto->set_token_embeddings_dtype(
-      ToProtoEnum<v1::Dtype>(options.token_embeddings_dtype));
-  proto->set_priority(ToProtoEnum<v1::Priority>(options.priority));
+  OptionsToProto(options, proto);
+}
+
+std::vector<EmbedInput> ToEmbedInputs(absl::Span<const TokenIds> inputs) {
+  std::vector<EmbedInput> converted;
+  converted.reserve(inputs.size());
+  for (const TokenIds& ids : inputs) converted.emplace_back(ids);
+  return converted;
 }
 
 EmbedResult FromProto(const v1::EmbedResponse& proto) {
@@ -154,6 +209,20 @@ EmbedResult FromProto(const v1::EmbedResponse& proto) {
   result.model_version = proto.model_version();
   result.num_tokens = proto.num_tokens();
   result.timing = FromProto(proto.timing());
+  return result;
+}
+
+void ToProto(absl::Span<const std::string> texts,
+             const TokenizeOptions& options, v1::TokenizeRequest* proto) {
+  proto->set_model(options.model);
+  proto->mutable_texts()->Assign(texts.begin(), texts.end());
+  proto->set_without_special_tokens(options.without_special_tokens);
+}
+
+TokenizeResult FromProto(const v1::TokenizeResponse& proto) {
+  TokenizeResult result;
+  result.texts = FromProtoEach<TokenizedText>(proto.texts());
+  result.model = proto.model();
   return result;
 }
 

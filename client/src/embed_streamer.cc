@@ -11,6 +11,7 @@
 #include "convert.h"
 #include "embed_streamer_impl.h"
 #include "favor/client.h"
+#include "utf8.h"
 
 namespace favor {
 
@@ -60,9 +61,7 @@ absl::Time EmbedStreamer::Impl::MessageDeadline() const {
 }
 
 absl::StatusOr<uint64_t> EmbedStreamer::Impl::Send(
-    absl::Span<const TokenIds> inputs, const EmbedOptions& options) {
-  v1::EmbedStreamRequest request;
-  client_internal::ToProto(inputs, options, request.mutable_request());
+    v1::EmbedStreamRequest request) {
   uint64_t id;
   {
     absl::MutexLock lock(&mu_);
@@ -165,9 +164,20 @@ EmbedStreamer::EmbedStreamer(std::unique_ptr<Impl> impl)
 
 EmbedStreamer::~EmbedStreamer() { impl_->Shutdown(); }
 
+absl::StatusOr<uint64_t> EmbedStreamer::Send(
+    absl::Span<const EmbedInput> inputs, const EmbedOptions& options) {
+  if (absl::Status status = client_internal::CheckInputTexts(inputs);
+      !status.ok()) {
+    return status;
+  }
+  v1::EmbedStreamRequest request;
+  client_internal::ToProto(inputs, options, request.mutable_request());
+  return impl_->Send(std::move(request));
+}
+
 absl::StatusOr<uint64_t> EmbedStreamer::Send(absl::Span<const TokenIds> inputs,
                                              const EmbedOptions& options) {
-  return impl_->Send(inputs, options);
+  return Send(client_internal::ToEmbedInputs(inputs), options);
 }
 
 std::optional<StreamedEmbedResult> EmbedStreamer::Next() {

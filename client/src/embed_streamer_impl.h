@@ -51,9 +51,9 @@ class EmbedStreamer::Impl final
   // Opens the stream on the client's next channel.
   void Start();
 
-  // EmbedStreamer's methods.
-  absl::StatusOr<uint64_t> Send(absl::Span<const TokenIds> inputs,
-                                const EmbedOptions& options);
+  // EmbedStreamer's methods; Send takes the message with its Embed call
+  // (request) set.
+  absl::StatusOr<uint64_t> Send(v1::EmbedStreamRequest request);
   std::optional<StreamedEmbedResult> Next();
   void CloseSend();
   absl::Status Finish();

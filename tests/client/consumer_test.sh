@@ -22,6 +22,7 @@ prefix=$work/prefix
 # What a user gets: the headers, the libraries and the package.
 test -f "$prefix/include/favor/client.h"
 test -f "$prefix/include/favor/tensor.h"
+test -f "$prefix/include/favor/tokenize.h"
 config=$(find "$prefix" -name favor_clientConfig.cmake)
 test -n "$config"
 test -f "$(dirname "$config")/favor_clientConfigVersion.cmake"

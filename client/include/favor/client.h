@@ -1,16 +1,19 @@
 // favor::Client: the C++ client of a Favor server (favor.v1.Favor and
 // grpc.health.v1.Health). CMake: find_package(favor_client) and link
 // favor::client. It needs gRPC, protobuf and abseil, never LibTorch, and its
-// public types are plain C++ (favor/embed.h, favor/attend.h,
-// favor/model_info.h, favor/tensor.h): no protobuf type appears here.
+// public types are plain C++ (favor/embed.h, favor/tokenize.h,
+// favor/attend.h, favor/model_info.h, favor/tensor.h): no protobuf type
+// appears here.
 //
 //   favor::ClientOptions options;
 //   options.endpoints = {"localhost:50051"};
 //   auto client = favor::Client::Create(options);
 //   if (!client.ok()) return client.status();
 //   absl::StatusOr<favor::EmbedResult> result =
-//       (*client)->Embed({{101, 7592, 2088, 102}, {101, 2088, 102}});
+//       (*client)->Embed({"Hello, world!", "Another text"});
 //   // result->embeddings[i].values: the pooled embedding of input i.
+//   // Token ids work too, for models with or without a tokenizer:
+//   result = (*client)->Embed({{101, 7592, 2088, 102}, {101, 2088, 102}});
 //
 // Every call comes in three forms that behave alike: blocking (`Embed`),
 // with a callback (`EmbedAsync`), and with a future (`EmbedFuture`). Every
@@ -44,6 +47,7 @@
 #include "favor/embed_streamer.h"
 #include "favor/model_info.h"
 #include "favor/tensor.h"
+#include "favor/tokenize.h"
 
 namespace favor {
 
@@ -76,7 +80,19 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // Embed: the embeddings of `inputs` (at least one) with one model, in
-  // input order. The inputs are copied before any form returns.
+  // input order. The inputs are copied before any form returns. Inputs are
+  // texts or token ids, with spans (EmbedInput); the TokenIds overloads
+  // take plain id sequences. A text that is not valid UTF-8 fails the call
+  // here (INVALID_ARGUMENT, nothing sent).
+  absl::StatusOr<EmbedResult> Embed(absl::Span<const EmbedInput> inputs,
+                                    const EmbedOptions& options = {},
+                                    const CallOptions& call = {});
+  void EmbedAsync(absl::Span<const EmbedInput> inputs,
+                  const EmbedOptions& options, const CallOptions& call,
+                  Callback<EmbedResult> done);
+  std::future<absl::StatusOr<EmbedResult>> EmbedFuture(
+      absl::Span<const EmbedInput> inputs, const EmbedOptions& options = {},
+      const CallOptions& call = {});
   absl::StatusOr<EmbedResult> Embed(absl::Span<const TokenIds> inputs,
                                     const EmbedOptions& options = {},
                                     const CallOptions& call = {});
@@ -85,6 +101,20 @@ class Client {
                   Callback<EmbedResult> done);
   std::future<absl::StatusOr<EmbedResult>> EmbedFuture(
       absl::Span<const TokenIds> inputs, const EmbedOptions& options = {},
+      const CallOptions& call = {});
+
+  // Tokenize: `texts` (at least one) split into the model's tokens, as
+  // Embed would read them. FAILED_PRECONDITION for a model without a
+  // tokenizer; the limits of EmbedInput::text apply, and a text that is not
+  // valid UTF-8 fails the call here.
+  absl::StatusOr<TokenizeResult> Tokenize(absl::Span<const std::string> texts,
+                                          const TokenizeOptions& options = {},
+                                          const CallOptions& call = {});
+  void TokenizeAsync(absl::Span<const std::string> texts,
+                     const TokenizeOptions& options, const CallOptions& call,
+                     Callback<TokenizeResult> done);
+  std::future<absl::StatusOr<TokenizeResult>> TokenizeFuture(
+      absl::Span<const std::string> texts, const TokenizeOptions& options = {},
       const CallOptions& call = {});
 
   // Opens an EmbedStream (favor/embed_streamer.h) for many Embed calls in

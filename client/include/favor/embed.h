@@ -8,16 +8,63 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "favor/call_options.h"
 #include "favor/tensor.h"
 
 namespace favor {
 
-// One input of an Embed call: token ids, each below the model's vocab_size,
-// already framed as the model expects (the server adds no special tokens).
+// Token ids, each below the model's vocab_size, already framed as the model
+// expects (the server adds no special tokens). The Embed overloads that take
+// TokenIds send each sequence as one input.
 using TokenIds = std::vector<uint32_t>;
+
+// A part of one input to pool on its own (late chunking): [begin, end). For
+// a text input, byte offsets into the text (a span covers the tokens whose
+// byte ranges overlap it; the special tokens belong to no span); for a
+// token id input, positions in token_ids. The server refuses an empty span,
+// one past the input's end, or one left without tokens by truncation.
+struct InputSpan {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// One input of an Embed call: text or token ids (exactly one: the server
+// answers INVALID_ARGUMENT when both or neither are set), and optional spans.
+//
+// Text converts implicitly, so that {"a text", "another"} is a list of
+// inputs; token ids need the explicit constructor, so that a braced list of
+// ids ({{101, 2023, 102}}) still means the TokenIds overloads.
+struct EmbedInput {
+  EmbedInput() = default;
+  // A text input: UTF-8, tokenised by the model's tokenizer, which adds the
+  // model's special tokens. A model without a tokenizer answers
+  // FAILED_PRECONDITION.
+  template <typename Text, typename = std::enable_if_t<std::is_convertible<
+                               const Text&, absl::string_view>::value>>
+  EmbedInput(const Text& text_in,  // NOLINT(google-explicit-constructor)
+             std::vector<InputSpan> spans_in = {})
+      : text(absl::string_view(text_in)), spans(std::move(spans_in)) {}
+  // A token id input (TokenIds above).
+  explicit EmbedInput(TokenIds token_ids_in,
+                      std::vector<InputSpan> spans_in = {})
+      : token_ids(std::move(token_ids_in)), spans(std::move(spans_in)) {}
+
+  // Not empty; at most ModelLimits.max_text_bytes_per_call bytes over all
+  // inputs of a call. Text that is not valid UTF-8 is INVALID_ARGUMENT
+  // naming the input and the byte offset, from the client before anything is
+  // sent (protobuf could not carry it).
+  std::string text;
+  TokenIds token_ids;
+  // Late chunking: the whole input runs through the encoder once, then each
+  // span is mean-pooled from the contextual token vectors into
+  // Embedding::spans, in order. At most ModelLimits.max_spans_per_input.
+  std::vector<InputSpan> spans;
+};
 
 // How a sequence's output vectors become one embedding.
 enum class Pooling {
@@ -51,6 +98,12 @@ enum class Truncation {
   kLeft = 2,
   // Keep the first max_tokens_per_input tokens.
   kRight = 3,
+  // Split the input into windows of max_tokens_per_input tokens that overlap
+  // by EmbedOptions::chunk_overlap_tokens, embed each and pool the windows'
+  // embeddings into one, weighted by their token counts (text windows are
+  // each framed with the model's special tokens). Not with spans or token
+  // embeddings (INVALID_ARGUMENT).
+  kChunk = 4,
 };
 
 // Everything of an Embed call but its inputs.
@@ -66,11 +119,28 @@ struct EmbedOptions {
   // their bytes.
   Dtype token_embeddings_dtype = Dtype::kFloat32;
   Priority priority = Priority::kNormal;
+  // Matryoshka: only the first `dimensions` values of each pooled embedding
+  // (Embedding::values and every span's), renormalised when the call
+  // normalises. 0 means all (hidden_size); otherwise 1 to hidden_size.
+  int32_t dimensions = 0;
+  // Tokens shared by consecutive windows with Truncation::kChunk; below
+  // max_tokens_per_input / 2.
+  int64_t chunk_overlap_tokens = 0;
+};
+
+// The pooled embedding of one span of an input.
+struct SpanEmbedding {
+  // Mean of the span's token vectors, `dimensions` long, normalised as the
+  // call asks.
+  std::vector<float> values;
+  // Tokens the span covers.
+  int64_t num_tokens = 0;
 };
 
 // The output for one input.
 struct Embedding {
-  // The pooled embedding, hidden_size values; empty with Pooling::kNone.
+  // The pooled embedding, hidden_size values (or EmbedOptions::dimensions);
+  // empty with Pooling::kNone.
   std::vector<float> values;
   // Per-position output vectors, shape (positions, hidden_size); set only
   // with include_token_embeddings or Pooling::kNone.
@@ -79,6 +149,11 @@ struct Embedding {
   int64_t num_tokens = 0;
   // Tokens truncation dropped from this input.
   int64_t num_truncated_tokens = 0;
+  // One per EmbedInput::spans entry, in order.
+  std::vector<SpanEmbedding> spans;
+  // With Truncation::kChunk: the windows the input was split into (1 when it
+  // fitted); 0 otherwise.
+  int64_t num_chunks = 0;
 };
 
 // The answer to one Embed call.

@@ -76,11 +76,15 @@ class EmbedStreamer {
   EmbedStreamer(const EmbedStreamer&) = delete;
   EmbedStreamer& operator=(const EmbedStreamer&) = delete;
 
-  // Sends one Embed call (the inputs and options are copied). Blocks while
+  // Sends one Embed call (the inputs and options are copied): texts or
+  // token ids with spans (EmbedInput), or plain id sequences. Blocks while
   // max_in_flight messages are unanswered. Returns the id its answer will
-  // carry: 0, 1, 2, ... in the order of the Send calls. FAILED_PRECONDITION
+  // carry: 0, 1, 2, ... in the order of the Send calls. INVALID_ARGUMENT,
+  // and nothing sent, for a text that is not valid UTF-8. FAILED_PRECONDITION
   // after CloseSend, Finish or Cancel; the stream's status once it has
   // ended.
+  absl::StatusOr<uint64_t> Send(absl::Span<const EmbedInput> inputs,
+                                const EmbedOptions& options = {});
   absl::StatusOr<uint64_t> Send(absl::Span<const TokenIds> inputs,
                                 const EmbedOptions& options = {});
 

@@ -23,6 +23,32 @@ struct ModelLimits {
   int64_t max_requests_per_batch = 0;
   int64_t max_queued_tokens = 0;
   int64_t max_queued_requests = 0;
+  // Most bytes of text over all inputs of one Embed call, stream message or
+  // Tokenize call.
+  int64_t max_text_bytes_per_call = 0;
+  // Most spans in one input.
+  int64_t max_spans_per_input = 0;
+};
+
+// A token with a fixed role.
+struct SpecialToken {
+  // "cls", "sep", "pad", "unk", "mask", "bos" or "eos".
+  std::string role;
+  // The token as the vocabulary spells it ("[CLS]").
+  std::string token;
+  uint32_t id = 0;
+};
+
+// The tokenizer that turns a model's text inputs into token ids.
+struct TokenizerInfo {
+  // "wordpiece" or "sentencepiece"; empty when the model has no tokenizer
+  // (it then accepts token ids only).
+  std::string kind;
+  // The file it was loaded from, relative to the model's folder
+  // ("tokenizer.json", "vocab.txt", "spiece.model", ...).
+  std::string file;
+  // Tokens the tokenizer adds around every text, in order.
+  std::vector<SpecialToken> special_tokens;
 };
 
 // The attention of a model's encoder layers.
@@ -59,6 +85,8 @@ struct ModelConfig {
   int64_t mask_token_id = -1;
   // The model's config.json as the server parsed it, every field included.
   std::string config_json;
+  // Its tokenizer; kind is empty when it has none.
+  TokenizerInfo tokenizer;
 };
 
 // One loaded model.

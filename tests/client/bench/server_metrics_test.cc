@@ -54,6 +54,32 @@ favor_queue_duration_seconds_sum{model="other"} 500
   EXPECT_EQ(delta.tokens_processed, 5120);
 }
 
+TEST(ServerMetricsTest, TokenizationTimeAndItsShareOfTheCallsTime) {
+  const auto before = Parse(R"(
+favor_request_duration_seconds_count{code="OK",method="Embed",model="m"} 10
+favor_request_duration_seconds_sum{code="OK",method="Embed",model="m"} 4
+favor_tokenization_duration_seconds_count{model="m"} 10
+favor_tokenization_duration_seconds_sum{model="m"} 0.1
+favor_tokenization_duration_seconds_count{model="other"} 7
+favor_tokenization_duration_seconds_sum{model="other"} 7
+)");
+  const auto after = Parse(R"(
+favor_request_duration_seconds_count{code="OK",method="Embed",model="m"} 30
+favor_request_duration_seconds_sum{code="OK",method="Embed",model="m"} 12
+favor_tokenization_duration_seconds_count{model="m"} 30
+favor_tokenization_duration_seconds_sum{model="m"} 0.5
+favor_tokenization_duration_seconds_count{model="other"} 70
+favor_tokenization_duration_seconds_sum{model="other"} 70
+)");
+  const ServerMetricsDelta delta =
+      ComputeServerMetricsDelta(before, after, "m");
+  EXPECT_EQ(delta.tokenizations, 20);
+  EXPECT_DOUBLE_EQ(delta.tokenization_seconds_total, 0.4);
+  EXPECT_DOUBLE_EQ(delta.tokenization_seconds_mean, 0.02);
+  EXPECT_DOUBLE_EQ(delta.request_seconds_total, 8);
+  EXPECT_DOUBLE_EQ(delta.tokenization_share, 0.05);
+}
+
 TEST(ServerMetricsTest, NoTrafficGivesZeroMeans) {
   const auto samples = Parse(R"(
 favor_queue_duration_seconds_count{model="m"} 10
@@ -65,6 +91,8 @@ favor_queue_duration_seconds_sum{model="m"} 1.0
   EXPECT_EQ(delta.queue_seconds_mean, 0);
   EXPECT_EQ(delta.batches, 0);
   EXPECT_EQ(delta.compute_seconds_mean, 0);
+  EXPECT_EQ(delta.tokenization_seconds_mean, 0);
+  EXPECT_EQ(delta.tokenization_share, 0);
 }
 
 }  // namespace

@@ -24,11 +24,35 @@ MODELS = {
 HIDDEN = {"small": 32, "tiny": 16}
 VOCAB = {"small": 100, "tiny": 50}
 
+# The text tests' models: "text" with a WordPiece vocab.txt of WORD_PIECES
+# (written at test time; ids are positions, [CLS] 2 and [SEP] 3), the
+# default model (first by name), and "untokenized", token ids only. Both
+# have TEXT_HIDDEN wide embeddings and at most TEXT_MAX_TOKENS positions.
+WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away",
+         "and", "then", "slept", ",", "."]
+WORD_PIECES = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + ["##s"]
+TEXT_HIDDEN = 32
+TEXT_MAX_TOKENS = 64
+
 
 def make_models(favor_model, repository):
     for name, flags in MODELS.items():
         subprocess.run([favor_model, "init", "--output",
                         os.path.join(repository, name)] + flags,
+                       check=True, stdout=subprocess.DEVNULL)
+
+
+def make_text_models(favor_model, repository, tmp):
+    vocab = os.path.join(tmp, "vocab.txt")
+    with open(vocab, "w") as f:
+        f.write("\n".join(WORD_PIECES) + "\n")
+    shape = ["--layers", "1", "--hidden", str(TEXT_HIDDEN), "--heads", "2",
+             "--ffn", "64", "--vocab", "100", "--features", "16",
+             "--max_sequence_length", str(TEXT_MAX_TOKENS)]
+    for name, flags in (("text", ["--seed", "7", "--tokenizer", vocab]),
+                        ("untokenized", ["--seed", "8"])):
+        subprocess.run([favor_model, "init", "--output",
+                        os.path.join(repository, name)] + flags + shape,
                        check=True, stdout=subprocess.DEVNULL)
 
 

@@ -39,6 +39,66 @@ TEST(JsonOutputTest, EmbedResultHasProtoFieldNames) {
   EXPECT_EQ(tokens["values"], nlohmann::json({1.0, 2.0, 3.0, 4.0}));
 }
 
+TEST(JsonOutputTest, SpansAndChunksOnlyWhenThereAreSome) {
+  EmbedResult result;
+  Embedding spanned;
+  spanned.values = {1, 0};
+  spanned.spans = {{{0.5f, 0.5f}, 3}, {{-1.0f, 0.0f}, 2}};
+  Embedding chunked;
+  chunked.num_chunks = 4;
+  result.embeddings = {spanned, chunked};
+  auto json = EmbedResultToJson(result);
+  ASSERT_TRUE(json.ok()) << json.status();
+  const nlohmann::json& spans = (*json)["embeddings"][0]["spans"];
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0]["num_tokens"], 3);
+  EXPECT_EQ(spans[0]["values"], nlohmann::json({0.5, 0.5}));
+  EXPECT_EQ(spans[1]["values"], nlohmann::json({-1.0, 0.0}));
+  EXPECT_FALSE((*json)["embeddings"][0].contains("num_chunks"));
+  EXPECT_FALSE((*json)["embeddings"][1].contains("spans"));
+  EXPECT_EQ((*json)["embeddings"][1]["num_chunks"], 4);
+}
+
+TEST(JsonOutputTest, TokenizeResultAsParallelArrays) {
+  TokenizeResult result;
+  result.model = "bert";
+  TokenizedText text;
+  text.ids = {101, 7592, 102};
+  text.tokens = {"[CLS]", "hello", "[SEP]"};
+  text.begin_offsets = {0, 0, 0};
+  text.end_offsets = {0, 5, 0};
+  text.special = {true, false, true};
+  result.texts = {text};
+  const nlohmann::json json = TokenizeResultToJson(result);
+  EXPECT_EQ(json["model"], "bert");
+  ASSERT_EQ(json["texts"].size(), 1u);
+  const nlohmann::json& first = json["texts"][0];
+  EXPECT_EQ(first["ids"], nlohmann::json({101, 7592, 102}));
+  EXPECT_EQ(first["tokens"], nlohmann::json({"[CLS]", "hello", "[SEP]"}));
+  EXPECT_EQ(first["begin_offsets"], nlohmann::json({0, 0, 0}));
+  EXPECT_EQ(first["end_offsets"], nlohmann::json({0, 5, 0}));
+  EXPECT_EQ(first["special"], nlohmann::json({true, false, true}));
+}
+
+TEST(JsonOutputTest, ModelInfoHasItsTokenizerAndTextLimits) {
+  ModelInfo model;
+  model.config.config_json = "{}";
+  model.config.tokenizer.kind = "wordpiece";
+  model.config.tokenizer.file = "tokenizer.json";
+  model.config.tokenizer.special_tokens = {{"cls", "[CLS]", 101},
+                                           {"sep", "[SEP]", 102}};
+  model.limits.max_text_bytes_per_call = 1 << 20;
+  model.limits.max_spans_per_input = 512;
+  const nlohmann::json json = ModelInfoToJson(model);
+  const nlohmann::json& tokenizer = json["config"]["tokenizer"];
+  EXPECT_EQ(tokenizer["kind"], "wordpiece");
+  EXPECT_EQ(tokenizer["file"], "tokenizer.json");
+  EXPECT_EQ(tokenizer["special_tokens"][1],
+            nlohmann::json({{"role", "sep"}, {"token", "[SEP]"}, {"id", 102}}));
+  EXPECT_EQ(json["limits"]["max_text_bytes_per_call"], 1 << 20);
+  EXPECT_EQ(json["limits"]["max_spans_per_input"], 512);
+}
+
 TEST(JsonOutputTest, MalformedTokenEmbeddingsAreAnError) {
   EmbedResult result;
   Embedding embedding;

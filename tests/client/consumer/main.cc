@@ -1,6 +1,7 @@
 // Uses the installed favor::client against a server with FakeModel
 // (favor_client_fake_server): health, ListModels, Embed in its three forms
-// and an EmbedStream; checks the answers and exits 0 only when all are
+// (of TokenIds and of EmbedInputs; text that is not UTF-8 refused) and an
+// EmbedStream; checks the answers and exits 0 only when all are
 // right. Only favor/client.h is included: no protobuf, gRPC or LibTorch
 // header is needed.
 #include <cstdio>
@@ -64,6 +65,13 @@ int main(int argc, char** argv) {
   const std::vector<favor::TokenIds> inputs = {{5, 6, 7}, {9}};
   Check(IsRight(client.Embed(inputs), inputs), "Embed");
   Check(IsRight(client.EmbedFuture(inputs).get(), inputs), "EmbedFuture");
+  const std::vector<favor::EmbedInput> id_inputs = {
+      favor::EmbedInput(inputs[0]), favor::EmbedInput(inputs[1])};
+  Check(IsRight(client.Embed(id_inputs), inputs), "Embed of EmbedInputs");
+  // Checked by the library before sending, whatever the server's model.
+  Check(client.Embed({"not UTF-8: \xff"}).status().code() ==
+            absl::StatusCode::kInvalidArgument,
+        "text that is not UTF-8 refused");
 
   absl::StatusOr<std::unique_ptr<favor::EmbedStreamer>> stream =
       client.OpenEmbedStream();
