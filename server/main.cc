@@ -292,19 +292,8 @@ CredentialsFromFlags() {
   return credentials;
 }
 
-// What gRPC serves as the Favor service: `service` itself without tokens,
-// else `service` behind a BearerAuthService, kept in `auth`.
-grpc::Service* WithAuth(
-    FavorService* service, std::vector<std::string> tokens,
-    std::unique_ptr<favor::service::BearerAuthService>* auth) {
-  if (tokens.empty()) return service;
-  *auth = std::make_unique<favor::service::BearerAuthService>(
-      service, std::move(tokens));
-  return auth->get();
-}
-
-// `service` is the Favor service, wrapped in a BearerAuthService when
-// authentication is on; health and reflection are never wrapped.
+// `service` is the Favor service, which checks bearer tokens itself when
+// authentication is on; health and reflection stay open.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
     grpc::Service* service,
     const std::shared_ptr<grpc::ServerCredentials>& credentials) {
@@ -408,14 +397,12 @@ absl::Status Run() {
     models.push_back(*repository->Find(name));
   }
   ASSIGN_OR_RETURN(FavorService::Options options, ServiceOptionsFromFlags());
+  options.bearer_tokens = std::move(tokens);
   ASSIGN_OR_RETURN(auto metrics, NewMetrics(models));
   ASSIGN_OR_RETURN(auto metrics_http, StartMetricsHttp(metrics.get()));
   ASSIGN_OR_RETURN(auto service,
                    FavorService::Create(options, models, metrics.get()));
-  std::unique_ptr<favor::service::BearerAuthService> auth;
-  ASSIGN_OR_RETURN(auto server,
-                   StartGrpc(WithAuth(service.get(), std::move(tokens), &auth),
-                             credentials));
+  ASSIGN_OR_RETURN(auto server, StartGrpc(service.get(), credentials));
   RETURN_IF_ERROR(WarmUp(models));
   SetHealth(server.get(), true);
   LOG(INFO) << "event=serving models="

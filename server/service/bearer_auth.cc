@@ -25,21 +25,12 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   return diff == 0;
 }
 
-grpc::ServerUnaryReactor* Deny(grpc::CallbackServerContext* context,
-                               const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                               std::string(status.message())));
-  return reactor;
-}
-
-// A stream answered UNAUTHENTICATED before any message is read.
 class DeniedStream final
     : public grpc::ServerBidiReactor<v1::EmbedStreamRequest,
                                      v1::EmbedStreamResponse> {
  public:
   explicit DeniedStream(const absl::Status& status) {
-    Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+    Finish(grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                         std::string(status.message())));
   }
   void OnDone() override { delete this; }
@@ -89,68 +80,19 @@ absl::Status CheckBearerToken(absl::string_view authorization,
   return absl::OkStatus();
 }
 
-BearerAuthService::BearerAuthService(FavorService* inner,
-                                     std::vector<std::string> tokens)
-    : inner_(inner), tokens_(std::move(tokens)) {}
-
-absl::Status BearerAuthService::Authenticate(
-    const grpc::CallbackServerContext* context) const {
-  const auto& metadata = context->client_metadata();
+absl::Status AuthenticateCall(const grpc::CallbackServerContext& context,
+                              const std::vector<std::string>& tokens) {
+  if (tokens.empty()) return absl::OkStatus();
+  const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
-  if (it == metadata.end()) return CheckBearerToken("", tokens_);
+  if (it == metadata.end()) return CheckBearerToken("", tokens);
   return CheckBearerToken(
-      absl::string_view(it->second.data(), it->second.size()), tokens_);
-}
-
-template <typename Request, typename Response>
-grpc::ServerUnaryReactor* BearerAuthService::AuthenticatedUnary(
-    grpc::CallbackServerContext* context, const Request* request,
-    Response* response,
-    grpc::ServerUnaryReactor* (FavorService::*handler)(
-        grpc::CallbackServerContext*, const Request*, Response*)) {
-  absl::Status status = Authenticate(context);
-  if (!status.ok()) return Deny(context, status);
-  return (inner_->*handler)(context, request, response);
-}
-
-grpc::ServerUnaryReactor* BearerAuthService::Embed(
-    grpc::CallbackServerContext* context, const v1::EmbedRequest* request,
-    v1::EmbedResponse* response) {
-  return AuthenticatedUnary(context, request, response, &FavorService::Embed);
+      absl::string_view(it->second.data(), it->second.size()), tokens);
 }
 
 grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
-BearerAuthService::EmbedStream(grpc::CallbackServerContext* context) {
-  absl::Status status = Authenticate(context);
-  if (!status.ok()) return new DeniedStream(status);
-  return inner_->EmbedStream(context);
-}
-
-grpc::ServerUnaryReactor* BearerAuthService::Attend(
-    grpc::CallbackServerContext* context, const v1::AttendRequest* request,
-    v1::AttendResponse* response) {
-  return AuthenticatedUnary(context, request, response, &FavorService::Attend);
-}
-
-grpc::ServerUnaryReactor* BearerAuthService::ListModels(
-    grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
-    v1::ListModelsResponse* response) {
-  return AuthenticatedUnary(context, request, response,
-                            &FavorService::ListModels);
-}
-
-grpc::ServerUnaryReactor* BearerAuthService::GetModel(
-    grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
-    v1::GetModelResponse* response) {
-  return AuthenticatedUnary(context, request, response,
-                            &FavorService::GetModel);
-}
-
-grpc::ServerUnaryReactor* BearerAuthService::Tokenize(
-    grpc::CallbackServerContext* context, const v1::TokenizeRequest* request,
-    v1::TokenizeResponse* response) {
-  return AuthenticatedUnary(context, request, response,
-                            &FavorService::Tokenize);
+DeniedEmbedStream(const absl::Status& status) {
+  return new DeniedStream(status);
 }
 
 }  // namespace favor::service

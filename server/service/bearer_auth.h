@@ -1,12 +1,13 @@
 // Bearer-token authentication of the favor.v1.Favor service.
 //
-// BearerAuthService wraps a FavorService: every Favor RPC (Embed,
-// EmbedStream, Attend, ListModels, GetModel, Tokenize) must carry the metadata
-// `authorization: Bearer <token>` with one of the configured tokens, else it
-// is answered UNAUTHENTICATED before the wrapped handler runs. Other
-// services registered on the same server (grpc.health.v1.Health,
-// reflection) are not wrapped and stay open, so that probes need no token.
-// Tokens are compared in constant time and never logged or echoed.
+// With tokens configured (FavorService::Options::bearer_tokens), every Favor
+// RPC must carry the metadata `authorization: Bearer <token>` with one of
+// them, else FavorService answers it UNAUTHENTICATED before anything else
+// runs. The check sits in the service's one entry path, so an RPC added
+// later is covered without another edit. Other services registered on the
+// same server (grpc.health.v1.Health, reflection) stay open, so that probes
+// need no token. Tokens are compared in constant time and never logged or
+// echoed.
 #ifndef FAVOR_SERVER_SERVICE_BEARER_AUTH_H_
 #define FAVOR_SERVER_SERVICE_BEARER_AUTH_H_
 
@@ -18,7 +19,6 @@
 #include "absl/strings/string_view.h"
 #include "favor/v1/favor.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "server/service/favor_service.h"
 
 namespace favor::service {
 
@@ -34,45 +34,14 @@ absl::StatusOr<std::vector<std::string>> ReadBearerTokens(
 absl::Status CheckBearerToken(absl::string_view authorization,
                               const std::vector<std::string>& tokens);
 
-class BearerAuthService final : public v1::Favor::CallbackService {
- public:
-  // `inner` must outlive this service; `tokens` must not be empty.
-  BearerAuthService(FavorService* inner, std::vector<std::string> tokens);
+// OK when `tokens` is empty (no authentication) or `context` carries
+// "authorization: Bearer <t>" with `t` one of `tokens`; else UNAUTHENTICATED.
+absl::Status AuthenticateCall(const grpc::CallbackServerContext& context,
+                              const std::vector<std::string>& tokens);
 
-  grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
-                                  const v1::EmbedRequest* request,
-                                  v1::EmbedResponse* response) override;
-  grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
-  EmbedStream(grpc::CallbackServerContext* context) override;
-  grpc::ServerUnaryReactor* Attend(grpc::CallbackServerContext* context,
-                                   const v1::AttendRequest* request,
-                                   v1::AttendResponse* response) override;
-  grpc::ServerUnaryReactor* ListModels(
-      grpc::CallbackServerContext* context,
-      const v1::ListModelsRequest* request,
-      v1::ListModelsResponse* response) override;
-  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
-                                     const v1::GetModelRequest* request,
-                                     v1::GetModelResponse* response) override;
-  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
-                                     const v1::TokenizeRequest* request,
-                                     v1::TokenizeResponse* response) override;
-
-  // Implementation details follow.
- private:
-  absl::Status Authenticate(const grpc::CallbackServerContext* context) const;
-  // The wrapped service's `handler` when `context` carries a valid token,
-  // else a reactor already finished UNAUTHENTICATED.
-  template <typename Request, typename Response>
-  grpc::ServerUnaryReactor* AuthenticatedUnary(
-      grpc::CallbackServerContext* context, const Request* request,
-      Response* response,
-      grpc::ServerUnaryReactor* (FavorService::*handler)(
-          grpc::CallbackServerContext*, const Request*, Response*));
-
-  FavorService* const inner_;
-  const std::vector<std::string> tokens_;
-};
+// An EmbedStream reactor answered with `status` before any message is read.
+grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
+DeniedEmbedStream(const absl::Status& status);
 
 }  // namespace favor::service
 

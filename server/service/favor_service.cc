@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
+#include "server/service/bearer_auth.h"
 #include "server/service/chunk_gather.h"
 #include "server/service/embed_gather.h"
 #include "server/service/model_info.h"
@@ -168,7 +169,8 @@ grpc::ServerUnaryReactor* FavorService::StartUnary(
     grpc::CallbackServerContext* context, absl::string_view method,
     Start start) {
   auto* call = new UnaryCall(context, metrics_, method);
-  absl::Status status = CheckServing();
+  absl::Status status = AuthenticateCall(*context, options_.bearer_tokens);
+  if (status.ok()) status = CheckServing();
   if (status.ok()) status = start(call);
   if (!status.ok()) call->Answer(status);
   return call;
@@ -447,6 +449,9 @@ absl::Status FavorService::StartTokenize(UnaryCall* call,
 
 grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
 FavorService::EmbedStream(grpc::CallbackServerContext* context) {
+  const absl::Status status =
+      AuthenticateCall(*context, options_.bearer_tokens);
+  if (!status.ok()) return DeniedEmbedStream(status);
   return new EmbedStreamCall(context, this, metrics_,
                              options_.max_stream_messages_in_flight);
 }

@@ -96,6 +96,10 @@ class FavorService final : public v1::Favor::CallbackService,
     // The model of requests that name none. Empty: "default" if there is a
     // model of that name, else the first model by name.
     std::string default_model;
+    // Non-empty: every Favor RPC must carry "authorization: Bearer <t>"
+    // with `t` one of these, else it is answered UNAUTHENTICATED
+    // (bearer_auth.h). Empty: no authentication.
+    std::vector<std::string> bearer_tokens;
   };
 
   // Starts one Batcher per model and the Attend batcher. `models` (at least

@@ -131,6 +131,36 @@ TEST_F(BearerAuthTest, UnaryCallsNeedAValidToken) {
   EXPECT_TRUE(CallListModels(server_.stub(), "Bearer beta").ok());
 }
 
+// Every unary method, checked before its request is even looked at (the
+// requests are empty, which would otherwise be INVALID_ARGUMENT).
+TEST_F(BearerAuthTest, EveryUnaryMethodNeedsAToken) {
+  v1::Favor::Stub& stub = server_.stub();
+  const auto code = [](auto call) {
+    grpc::ClientContext context;
+    return call(&context).error_code();
+  };
+  v1::EmbedResponse embedded;
+  EXPECT_EQ(code([&](auto* c) {
+              return stub.Embed(c, v1::EmbedRequest(), &embedded);
+            }),
+            grpc::StatusCode::UNAUTHENTICATED);
+  v1::AttendResponse attended;
+  EXPECT_EQ(code([&](auto* c) {
+              return stub.Attend(c, v1::AttendRequest(), &attended);
+            }),
+            grpc::StatusCode::UNAUTHENTICATED);
+  v1::GetModelResponse model;
+  EXPECT_EQ(code([&](auto* c) {
+              return stub.GetModel(c, v1::GetModelRequest(), &model);
+            }),
+            grpc::StatusCode::UNAUTHENTICATED);
+  v1::TokenizeResponse tokens;
+  EXPECT_EQ(code([&](auto* c) {
+              return stub.Tokenize(c, v1::TokenizeRequest(), &tokens);
+            }),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
 TEST_F(BearerAuthTest, StreamWithoutTokenIsUnauthenticated) {
   grpc::ClientContext context;
   auto stream = server_.stub().EmbedStream(&context);

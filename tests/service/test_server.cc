@@ -138,7 +138,11 @@ TestServer::TestServer(const FavorService::Options& options,
     }
     metrics_ = *metrics::Metrics::Create(metrics_options);
   }
-  auto service = FavorService::Create(options, models, metrics_.get());
+  FavorService::Options with_tokens = options;
+  if (!server_options.bearer_tokens.empty()) {
+    with_tokens.bearer_tokens = server_options.bearer_tokens;
+  }
+  auto service = FavorService::Create(with_tokens, models, metrics_.get());
   CHECK(service.ok()) << service.status();
   service_ = *std::move(service);
   // A process-wide setting, read when the server is built.
@@ -149,13 +153,7 @@ TestServer::TestServer(const FavorService::Options& options,
                                ? server_options.credentials
                                : grpc::InsecureServerCredentials(),
                            &port_);
-  if (server_options.bearer_tokens.empty()) {
-    builder.RegisterService(service_.get());
-  } else {
-    auth_ = std::make_unique<BearerAuthService>(service_.get(),
-                                                server_options.bearer_tokens);
-    builder.RegisterService(auth_.get());
-  }
+  builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   CHECK(server_ != nullptr && port_ != 0);
   if (server_options.health) {

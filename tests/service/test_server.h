@@ -77,7 +77,8 @@ std::unique_ptr<model::Model> LoadSmallRandomModel(
 // How TestServer serves: the defaults are plaintext, no authentication and
 // no health service.
 struct TestServerOptions {
-  // Non-empty: the service is wrapped in a BearerAuthService with these.
+  // Non-empty: the service requires these bearer tokens
+  // (FavorService::Options::bearer_tokens).
   std::vector<std::string> bearer_tokens;
   // Null: InsecureServerCredentials. NewStub() is plaintext whatever this is.
   std::shared_ptr<grpc::ServerCredentials> credentials;
@@ -106,7 +107,6 @@ class TestServer {
  private:
   std::unique_ptr<metrics::Metrics> metrics_;
   std::unique_ptr<FavorService> service_;
-  std::unique_ptr<BearerAuthService> auth_;  // null without tokens
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Favor::Stub> stub_;
