@@ -36,7 +36,15 @@ const char* NormalizationName(Normalization normalization) {
 }
 
 const char* RandomFeaturesName(RandomFeatures features) {
-  return features == RandomFeatures::kIid ? "iid" : "orthogonal";
+  switch (features) {
+    case RandomFeatures::kIid:
+      return "iid";
+    case RandomFeatures::kSimplex:
+      return "simplex";
+    case RandomFeatures::kOrthogonal:
+      break;
+  }
+  return "orthogonal";
 }
 
 const char* RowNormName(RowNorm norm) {

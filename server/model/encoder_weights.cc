@@ -155,6 +155,7 @@ at::Tensor WeightReader::GetProjection(const AttentionTensors& tensors) {
   options.num_features = attention.num_random_features;
   options.head_dim = config_.head_dim();
   options.orthogonal = attention.orthogonal;
+  options.simplex = attention.simplex;
   options.row_norm = attention.row_norm;
   options.seed = attention.projection_seed + tensors.sublayer;
   absl::StatusOr<at::Tensor> drawn = attention::DrawProjection(options);

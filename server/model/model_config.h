@@ -89,6 +89,10 @@ struct AttentionConfig {
   int64_t num_random_features = 256;
   // Orthogonal random features (Performer's default) or iid Gaussian rows.
   bool orthogonal = true;
+  // With orthogonal: each block's rows form a regular simplex instead
+  // (projection.h; Reid et al. 2023, lower variance still). Needs a head
+  // size of at least 2.
+  bool simplex = false;
   // Row norms of orthogonal blocks: "chi" or "sqrt_dim" (projection.h).
   attention::ProjectionOptions::RowNorm row_norm =
       attention::ProjectionOptions::RowNorm::kChi;

@@ -112,6 +112,7 @@ struct ConfigFields<AttentionConfig> {
     fn("kernel", &C::kernel);
     fn("num_random_features", &C::num_random_features);
     fn("orthogonal", &C::orthogonal);
+    fn("simplex", &C::simplex);
     fn("row_norm", &C::row_norm);
     fn("projection_seed", &C::projection_seed);
     fn("causal", &C::causal);

@@ -129,6 +129,13 @@ absl::Status ValidateAttention(const ModelConfig& c) {
         absl::StrCat("field 'attention.feature_epsilon' is ", a.feature_epsilon,
                      "; must be finite and ≥ 0"));
   }
+  if (a.simplex && (!a.orthogonal || c.head_dim() < 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field 'attention.simplex' is true, but simplex blocks need "
+        "'attention.orthogonal' true and a head size of at least 2 (got "
+        "orthogonal ",
+        a.orthogonal ? "true" : "false", ", head size ", c.head_dim(), ")"));
+  }
   if (a.causal && c.block != BlockType::kEncoder) {
     return absl::InvalidArgumentError(absl::StrCat(
         "field 'attention.causal' is true, but block \"", NameOf(c.block),

@@ -55,6 +55,7 @@ absl::StatusOr<at::Tensor> ProjectionOf(const AttendPlan& plan,
   options.num_features = plan.num_random_features;
   options.head_dim = plan.head_dim;
   options.orthogonal = request.random_features() != v1::RANDOM_FEATURES_IID;
+  options.simplex = request.random_features() == v1::RANDOM_FEATURES_SIMPLEX;
   options.row_norm = request.row_norm() == v1::ROW_NORM_SQRT_DIM
                          ? attention::ProjectionOptions::RowNorm::kSqrtDim
                          : attention::ProjectionOptions::RowNorm::kChi;

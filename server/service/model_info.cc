@@ -30,8 +30,10 @@ void FillAttention(const model::ModelDescription& model,
   const bool projected = attention::TraitsOf(attention.kernel).uses_projection;
   out->set_num_random_features(projected ? attention.num_random_features : 0);
   out->set_num_features(model.num_features);
-  out->set_random_features(attention.orthogonal ? v1::RANDOM_FEATURES_ORTHOGONAL
-                                                : v1::RANDOM_FEATURES_IID);
+  out->set_random_features(!attention.orthogonal ? v1::RANDOM_FEATURES_IID
+                           : attention.simplex
+                               ? v1::RANDOM_FEATURES_SIMPLEX
+                               : v1::RANDOM_FEATURES_ORTHOGONAL);
   out->set_row_norm(attention.row_norm ==
                             attention::ProjectionOptions::RowNorm::kSqrtDim
                         ? v1::ROW_NORM_SQRT_DIM

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/attention/projection.h"
 #include "server/model/model_config.h"
 #include "server/model/random_model.h"
 #include "server/model/safetensors.h"
@@ -95,6 +97,35 @@ TEST_F(EncoderWeightsTest, ReadsStoredProjectionsAndSkipsBertsPooler) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->num_stored_projections, config.num_hidden_layers);
   EXPECT_EQ(loaded->parameter_count, used_elements);
+}
+
+// Projections a model does not store are drawn from its seed as its
+// config says: sublayer a with projection_seed + a, orthogonal, iid or
+// simplex, exactly as DrawProjection draws them.
+TEST_F(EncoderWeightsTest, DrawsUnstoredProjectionsAsTheConfigSays) {
+  for (const auto& [orthogonal, simplex] :
+       {std::pair{true, false}, std::pair{false, false},
+        std::pair{true, true}}) {
+    ModelConfig config = TinyConfig();
+    config.attention.orthogonal = orthogonal;
+    config.attention.simplex = simplex;
+    config.attention.projection_seed = 40;
+    ASSERT_TRUE(WriteRandomModel(config, dir_).ok());
+    auto loaded = Load(config);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    for (size_t a = 0; a < loaded->weights.layers.size(); ++a) {
+      attention::ProjectionOptions options;
+      options.num_features = config.attention.num_random_features;
+      options.head_dim = config.head_dim();
+      options.orthogonal = orthogonal;
+      options.simplex = simplex;
+      options.seed = 40 + a;
+      EXPECT_TRUE(at::equal(loaded->weights.layers[a].attention.projection,
+                            *attention::DrawProjection(options)))
+          << "sublayer " << a << " orthogonal " << orthogonal << " simplex "
+          << simplex;
+    }
+  }
 }
 
 }  // namespace

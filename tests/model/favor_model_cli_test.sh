@@ -51,6 +51,15 @@ cmp -s "$tmp/small/model.safetensors" "$tmp/again/model.safetensors" \
 expect_error "already holds a model" "$cli" init --output "$tmp/small"
 expect_error "num_attention_heads" "$cli" init --output "$tmp/bad" --heads 3
 
+# FAVOR++ with simplex projections, written into the config and served.
+"$cli" init --output "$tmp/simplex" --layers 1 --hidden 32 --heads 2 --ffn 64 \
+  --vocab 100 --features 16 --kernel favor++ --random_features simplex >/dev/null
+grep -q '"kernel": "favor++"' "$tmp/simplex/config.json" || fail "no favor++"
+grep -q '"simplex": true' "$tmp/simplex/config.json" || fail "no simplex"
+"$cli" verify "$tmp/simplex" | grep -q 'checksum' || fail "simplex verify"
+expect_error "--random_features" "$cli" init --output "$tmp/bad" \
+  --random_features gaussian
+
 # A tokenizer copied in by init, and one the model cannot use.
 printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n' >"$tmp/vocab.txt"
 "$cli" init --output "$tmp/text" --layers 1 --hidden 32 --heads 2 --ffn 64 \

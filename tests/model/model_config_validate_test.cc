@@ -85,6 +85,13 @@ TEST(ModelConfigTest, ValidatesAttention) {
   ExpectInvalid(R"({"block": "isab", "num_inducing_points": 4,
                     "attention": {"causal": true}})",
                 {"field 'attention.causal'", "isab"});
+  ExpectInvalid(R"({"attention": {"orthogonal": false, "simplex": true}})",
+                {"field 'attention.simplex' is true", "orthogonal false"});
+  ExpectInvalid(R"({"hidden_size": 4, "num_attention_heads": 4,
+                    "intermediate_size": 8,
+                    "attention": {"simplex": true}})",
+                {"field 'attention.simplex' is true", "head size 1"});
+  EXPECT_TRUE(Parse(R"({"attention": {"simplex": true}})").ok());
 }
 
 TEST(ModelConfigTest, ValidatesBlocks) {

@@ -20,6 +20,9 @@ enum class RandomFeatures {
   kOrthogonal = 1,
   // Independent N(0, I) rows.
   kIid = 2,
+  // Blocks of head_dim rows forming a randomly rotated regular simplex
+  // (lowest variance of the three).
+  kSimplex = 3,
 };
 
 // Norms of the rows of orthogonal blocks.

@@ -43,8 +43,10 @@ ABSL_FLAG(int64_t, ffn, 1024, "init: intermediate_size");
 ABSL_FLAG(int64_t, vocab, 30522,
           "init: vocab_size (above 103: BERT's special token ids are set)");
 ABSL_FLAG(std::string, kernel, "favor+",
-          "init: attention kernel (softmax, favor+, hyperbolic, trig, relu, "
-          "elu+1, exp)");
+          "init: attention kernel (softmax, favor+, favor++, hyperbolic, trig, "
+          "relu, elu+1, exp)");
+ABSL_FLAG(std::string, random_features, "orthogonal",
+          "init: how projections are drawn (orthogonal, iid, simplex)");
 ABSL_FLAG(int64_t, features, 256, "init: num_random_features m");
 ABSL_FLAG(uint64_t, seed, 0,
           "init: seed of the weights and of the projections (projection_seed)");
@@ -118,8 +120,11 @@ Json ConfigFromFlags() {
   config["position_embedding_type"] = absl::GetFlag(FLAGS_position);
   config["max_sequence_length"] = absl::GetFlag(FLAGS_max_sequence_length);
   config["max_position_embeddings"] = absl::GetFlag(FLAGS_max_sequence_length);
+  const std::string random_features = absl::GetFlag(FLAGS_random_features);
   config["attention"] = {{"kernel", absl::GetFlag(FLAGS_kernel)},
                          {"num_random_features", absl::GetFlag(FLAGS_features)},
+                         {"orthogonal", random_features != "iid"},
+                         {"simplex", random_features == "simplex"},
                          {"projection_seed", absl::GetFlag(FLAGS_seed)},
                          {"causal", absl::GetFlag(FLAGS_causal)}};
   const std::string block = absl::GetFlag(FLAGS_block);
@@ -167,6 +172,13 @@ absl::Status Init() {
       !absl::GetFlag(FLAGS_force)) {
     return absl::AlreadyExistsError(
         absl::StrCat(output, " already holds a model (--force replaces it)"));
+  }
+  const std::string random_features = absl::GetFlag(FLAGS_random_features);
+  if (random_features != "orthogonal" && random_features != "iid" &&
+      random_features != "simplex") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--random_features is '", random_features,
+                     "'; must be orthogonal, iid or simplex"));
   }
   ASSIGN_OR_RETURN(const ModelConfig config,
                    ParseModelConfig(ConfigFromFlags().dump(), "flags"));
