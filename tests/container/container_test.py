@@ -10,7 +10,7 @@ without one (`podman run` cannot work in this sandbox), and checks:
   - the HEALTHCHECK command, run in the image as its user, fails while no
     server runs and succeeds once the server is SERVING;
   - favor-cli from the build tree (outside the image) sees SERVING and gets
-    an Embed answer from the default model;
+    an Embed answer from the default model to text (its tokenizer in the image);
   - the server process runs as the unprivileged user of the image, listens
     on 0.0.0.0 (gRPC and /metrics) on the ports given as FLAGS_port (the
     environment) and --metrics_port (an argument, which must win over
@@ -341,8 +341,9 @@ def main():
                  f"{check.returncode}): {check.stdout}{check.stderr}")
         log(f"HEALTHCHECK in the image as {name}: exit 0 ({check.stdout.strip()[:200]})")
 
+        # Text: the image's default model tokenises it with its tokenizer.
         embed = subprocess.run([favor_cli, f"--endpoint={target}", "embed",
-                                "101,7592,2088,102", "101,2023,102"],
+                                "hello world", "this is a test"],
                                capture_output=True, text=True, timeout=120)
         if embed.returncode != 0:
             fail(f"favor-cli embed failed (exit {embed.returncode}): {embed.stderr}")
@@ -387,7 +388,8 @@ def check_embed_output(text):
             fail(f"an embedding has norm {norm}, not 1 (the default model L2-normalises)")
     if vectors[0] == vectors[1]:
         fail("two different inputs got the same embedding")
-    log("Embed from favor-cli outside the image: 2 embeddings of 256 floats, norm 1")
+    log("Embed of two texts from favor-cli outside the image: 2 embeddings of "
+        "256 floats, norm 1")
 
 
 if __name__ == "__main__":

@@ -173,12 +173,13 @@ TEST(FavorProtoTest, ServiceDescriptorMatchesTheDesign) {
   ASSERT_NE(service, nullptr);
   EXPECT_EQ(service->full_name(), "favor.v1.Favor");
   EXPECT_EQ(std::string(Favor::service_full_name()), "favor.v1.Favor");
-  ASSERT_EQ(service->method_count(), 5);
+  ASSERT_EQ(service->method_count(), 6);
   const auto* stream = service->FindMethodByName("EmbedStream");
   ASSERT_NE(stream, nullptr);
   EXPECT_TRUE(stream->client_streaming());
   EXPECT_TRUE(stream->server_streaming());
-  for (const char* unary : {"Embed", "Attend", "ListModels", "GetModel"}) {
+  for (const char* unary :
+       {"Embed", "Attend", "ListModels", "GetModel", "Tokenize"}) {
     const auto* method = service->FindMethodByName(unary);
     ASSERT_NE(method, nullptr) << unary;
     EXPECT_FALSE(method->client_streaming()) << unary;
