@@ -1,0 +1,239 @@
+#include "server/attention/cpu_gemm_bf16.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "server/attention/cpu_features.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define FAVOR_HAVE_AVX512_BF16_GEMM 1
+#endif
+
+namespace favor::attention::cpu {
+namespace {
+
+std::atomic<bool> gemm_bf16_enabled{true};
+
+// One pair of a's row (elements k and k + 1, k even) as the 32-bit word
+// vdpbf16ps broadcasts; `single` when k + 1 is past the depth, whose
+// missing half must be zero (the packed b's is, but 0 · NaN is NaN).
+inline uint32_t PairOf(const BFloat16Bits* a, bool single) {
+  if (single) return a[0];
+  uint32_t pair;
+  std::memcpy(&pair, a, sizeof(pair));
+  return pair;
+}
+
+#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+// As in cpu_gemm.cc: GCC 12's intrinsics trip its own
+// -Wmaybe-uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define FAVOR_BF16_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// Rows × (16 · kVectors) of c in registers; per pair of the depth,
+// kVectors vectors of packed b (16 pairs each) and one broadcast pair of
+// a per row, kRows · kVectors vdpbf16ps. Six rows of four vectors keep 24
+// of the 32 registers as accumulators, as the float32 kernel does.
+template <int kRows, int kVectors>
+FAVOR_BF16_TARGET __attribute__((always_inline)) inline void Tile(
+    int64_t depth, const BFloat16Bits* a, int64_t lda,
+    const BFloat16Bits* packed_b, int64_t cols, float* c, int64_t ldc,
+    bool accumulate, __mmask16 mask) {
+  __m512 acc[kRows][kVectors];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      const __mmask16 m = v == kVectors - 1 ? mask : __mmask16(0xFFFF);
+      acc[r][v] = accumulate ? _mm512_maskz_loadu_ps(m, c + r * ldc + 16 * v)
+                             : _mm512_setzero_ps();
+    }
+  }
+  // One pair of the depth: `single` for an odd depth's last element.
+  const auto step = [&](int64_t p, bool single) FAVOR_BF16_TARGET {
+    const BFloat16Bits* b_row = packed_b + p * 2 * cols;
+    __m512bh bv[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      const __mmask16 m = v == kVectors - 1 ? mask : __mmask16(0xFFFF);
+      bv[v] = (__m512bh)_mm512_maskz_loadu_epi32(m, b_row + 32 * v);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(
+          static_cast<int>(PairOf(a + r * lda + 2 * p, single)));
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) {
+        acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+      }
+    }
+  };
+  for (int64_t p = 0; p < depth / 2; ++p) step(p, false);
+  if (depth % 2 != 0) step(depth / 2, true);
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      const __mmask16 m = v == kVectors - 1 ? mask : __mmask16(0xFFFF);
+      _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m, acc[r][v]);
+    }
+  }
+}
+
+constexpr int64_t kTileRows = 6;
+
+// Tile<rows, kVectors> for a `rows` known only at run time, 1 ≤ rows ≤
+// kMaxRows: the remainder of a panel.
+template <int kVectors, int kMaxRows>
+FAVOR_BF16_TARGET __attribute__((always_inline)) inline void TileOfRows(
+    int64_t rows, int64_t depth, const BFloat16Bits* a, int64_t lda,
+    const BFloat16Bits* packed_b, int64_t cols, float* c, int64_t ldc,
+    bool accumulate, __mmask16 mask) {
+  if constexpr (kMaxRows > 0) {
+    if (rows == kMaxRows) {
+      Tile<kMaxRows, kVectors>(depth, a, lda, packed_b, cols, c, ldc,
+                               accumulate, mask);
+    } else {
+      TileOfRows<kVectors, kMaxRows - 1>(rows, depth, a, lda, packed_b, cols, c,
+                                         ldc, accumulate, mask);
+    }
+  }
+}
+
+// All rows of one column panel of kVectors vectors.
+template <int kVectors>
+FAVOR_BF16_TARGET void Panel(int64_t rows, int64_t depth, const BFloat16Bits* a,
+                             int64_t lda, const BFloat16Bits* packed_b,
+                             int64_t cols, float* c, int64_t ldc,
+                             bool accumulate, __mmask16 mask) {
+  int64_t i = 0;
+  for (; i + kTileRows <= rows; i += kTileRows) {
+    Tile<kTileRows, kVectors>(depth, a + i * lda, lda, packed_b, cols,
+                              c + i * ldc, ldc, accumulate, mask);
+  }
+  TileOfRows<kVectors, kTileRows - 1>(rows - i, depth, a + i * lda, lda,
+                                      packed_b, cols, c + i * ldc, ldc,
+                                      accumulate, mask);
+}
+
+// Panel<vectors> for 1 ≤ vectors ≤ kMaxVectors known at run time.
+template <int kMaxVectors>
+FAVOR_BF16_TARGET void PanelOfVectors(int vectors, int64_t rows, int64_t depth,
+                                      const BFloat16Bits* a, int64_t lda,
+                                      const BFloat16Bits* packed_b,
+                                      int64_t cols, float* c, int64_t ldc,
+                                      bool accumulate, __mmask16 mask) {
+  if constexpr (kMaxVectors > 0) {
+    if (vectors == kMaxVectors) {
+      Panel<kMaxVectors>(rows, depth, a, lda, packed_b, cols, c, ldc,
+                         accumulate, mask);
+    } else {
+      PanelOfVectors<kMaxVectors - 1>(vectors, rows, depth, a, lda, packed_b,
+                                      cols, c, ldc, accumulate, mask);
+    }
+  }
+}
+
+FAVOR_BF16_TARGET void GemmAvx512BF16(int64_t rows, int64_t cols, int64_t depth,
+                                      const BFloat16Bits* a, int64_t lda,
+                                      const BFloat16Bits* packed_b, float* c,
+                                      int64_t ldc, bool accumulate) {
+  for (int64_t j = 0; j < cols; j += 64) {
+    const int64_t width = cols - j < 64 ? cols - j : 64;
+    const int vectors = static_cast<int>((width + 15) / 16);
+    const int64_t tail = width - 16 * (vectors - 1);
+    const __mmask16 mask = static_cast<__mmask16>((1u << tail) - 1);
+    PanelOfVectors<4>(vectors, rows, depth, a, lda, packed_b + 2 * j, cols,
+                      c + j, ldc, accumulate, mask);
+  }
+}
+#undef FAVOR_BF16_TARGET
+#pragma GCC diagnostic pop
+#endif
+
+// The same sums as plain loops, pair by pair in vdpbf16ps's order.
+void GemmPortable(int64_t rows, int64_t cols, int64_t depth,
+                  const BFloat16Bits* a, int64_t lda,
+                  const BFloat16Bits* packed_b, float* c, int64_t ldc,
+                  bool accumulate) {
+  const int64_t pairs = (depth + 1) / 2;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* c_row = c + i * ldc;
+    for (int64_t j = 0; j < cols; ++j) {
+      float sum = accumulate ? c_row[j] : 0.0f;
+      for (int64_t p = 0; p < pairs; ++p) {
+        const BFloat16Bits* b = packed_b + p * 2 * cols + 2 * j;
+        const bool single = 2 * p + 1 == depth;
+        const float odd = single ? 0.0f : FromBFloat16(a[i * lda + 2 * p + 1]);
+        sum += odd * FromBFloat16(b[1]);
+        sum += FromBFloat16(a[i * lda + 2 * p]) * FromBFloat16(b[0]);
+      }
+      c_row[j] = sum;
+    }
+  }
+}
+
+}  // namespace
+
+bool GemmBF16IsFast() {
+#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+  static const bool has = DetectedCpuFeatures().avx512_bf16 &&
+                          DetectedCpuFeatures().avx512bw &&
+                          DetectedCpuFeatures().avx512vl;
+  return has && gemm_bf16_enabled.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+void SetFastGemmBF16Enabled(bool enabled) {
+  gemm_bf16_enabled.store(enabled, std::memory_order_relaxed);
+}
+
+void PackBF16(int64_t depth, int64_t cols, MatrixView b, BFloat16Bits* packed) {
+  for (int64_t k = 0; k < (depth + 1) / 2 * 2; ++k) {
+    BFloat16Bits* row = packed + (k / 2) * 2 * cols + k % 2;
+    const float* b_row = b.data + k * b.row_stride;
+    for (int64_t j = 0; j < cols; ++j) {
+      row[2 * j] = k < depth ? ToBFloat16(b_row[j * b.column_stride]) : 0;
+    }
+  }
+}
+
+void PackBF16(int64_t depth, int64_t cols, const BFloat16Bits* b, int64_t ldb,
+              BFloat16Bits* packed) {
+  for (int64_t k = 0; k < (depth + 1) / 2 * 2; ++k) {
+    BFloat16Bits* row = packed + (k / 2) * 2 * cols + k % 2;
+    for (int64_t j = 0; j < cols; ++j) {
+      row[2 * j] = k < depth ? b[k * ldb + j] : 0;
+    }
+  }
+}
+
+void ConvertToBF16(int64_t rows, int64_t cols, MatrixView x, BFloat16Bits* out,
+                   int64_t ldo) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      out[i * ldo + j] =
+          ToBFloat16(x.data[i * x.row_stride + j * x.column_stride]);
+    }
+  }
+}
+
+void GemmBF16(int64_t rows, int64_t cols, int64_t depth, const BFloat16Bits* a,
+              int64_t lda, const BFloat16Bits* packed_b, float* c, int64_t ldc,
+              bool accumulate) {
+  if (rows <= 0 || cols <= 0) return;
+#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+  if (GemmBF16IsFast()) {
+    GemmAvx512BF16(rows, cols, depth, a, lda, packed_b, c, ldc, accumulate);
+    return;
+  }
+#endif
+  GemmPortable(rows, cols, depth, a, lda, packed_b, c, ldc, accumulate);
+}
+
+}  // namespace favor::attention::cpu
