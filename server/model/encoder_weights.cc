@@ -68,7 +68,7 @@ class WeightReader final : public WeightLayoutVisitor {
     weights_.final_norm = GetNorm(norm);
   }
   void PoolerQuery(const ExpectedTensor& tensor) override {
-    weights_.pooler_query = Get(tensor);
+    weights_.pooler_query = Get(tensor, /*keep_float32=*/true);  // pooling.h
   }
   void Unused(const ExpectedTensor& tensor) override {
     consumed_.insert(tensor.name);
@@ -85,8 +85,9 @@ class WeightReader final : public WeightLayoutVisitor {
  private:
   // Undefined when an optional tensor is absent (or on an error, kept).
   at::Tensor Get(const ExpectedTensor& tensor, bool keep_float32 = false);
-  at::Tensor GetIf(const std::optional<ExpectedTensor>& tensor) {
-    return tensor.has_value() ? Get(*tensor) : at::Tensor();
+  at::Tensor GetIf(const std::optional<ExpectedTensor>& tensor,
+                   bool keep_float32 = false) {
+    return tensor.has_value() ? Get(*tensor, keep_float32) : at::Tensor();
   }
   Linear GetLinear(const LinearTensors& linear);
   Norm GetNorm(const NormTensors& norm);
@@ -135,9 +136,11 @@ Norm WeightReader::GetNorm(const NormTensors& tensors) {
   Norm norm;
   norm.type = config_.norm;
   norm.eps = config_.layer_norm_eps;
-  norm.scale = GetIf(tensors.scale);
-  norm.weight = GetIf(tensors.weight);
-  norm.bias = GetIf(tensors.bias);
+  // Norms run in float32 (encoder.h, Precision), so their weights are
+  // kept in float32: a few vectors per layer.
+  norm.scale = GetIf(tensors.scale, /*keep_float32=*/true);
+  norm.weight = GetIf(tensors.weight, /*keep_float32=*/true);
+  norm.bias = GetIf(tensors.bias, /*keep_float32=*/true);
   return norm;
 }
 

@@ -23,10 +23,10 @@ struct LoadedWeights {
 
 // Reads every tensor the config needs from `file` (already checked with
 // CheckTensors against ExpectedWeights(config)) and copies it to `device`
-// in `dtype`; projections stay float32. Projections the file lacks are
-// drawn as docs/models.md, Projections, says. The tensors come from walking
-// the weight layout (weight_layout.h); INTERNAL if the loader did not read
-// exactly the tensors the layout lists. May throw c10::Error.
+// in `dtype`; projections, norms and pooler.query stay float32. Projections the
+// file lacks are drawn as docs/models.md, Projections, says. The tensors come
+// from walking the weight layout (weight_layout.h); INTERNAL if the loader did
+// not read exactly the tensors the layout lists. May throw c10::Error.
 absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
                                                  const SafetensorsFile& file,
                                                  c10::Device device,

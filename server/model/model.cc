@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "server/attention/cpu_features.h"
 #include "server/common/status_macros.h"
 #include "server/model/encoder.h"
 #include "server/model/encoder_weights.h"
@@ -55,10 +56,13 @@ at::ScalarType ScalarTypeOf(ComputeDType dtype) {
 absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
   const std::string& name = options.device;
   if (name == "cpu") {
-    if (options.dtype != ComputeDType::kFloat32) {
+    if (options.dtype == ComputeDType::kFloat16) {
       return absl::InvalidArgumentError(
-          absl::StrCat("dtype ", NameOf(options.dtype),
-                       " needs a CUDA device; CPU models run in float32"));
+          "dtype float16 needs a CUDA device; CPU models run in float32 or "
+          "bfloat16");
+    }
+    if (options.dtype == ComputeDType::kBFloat16) {
+      RETURN_IF_ERROR(attention::cpu::CheckBFloat16Support());
     }
     return c10::Device(c10::kCPU);
   }
@@ -85,10 +89,10 @@ absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
 
 absl::Status CheckModelOptions(const ModelOptions& options) {
   if (options.attention_chunk_tokens < 1 || options.cpu_block_tokens < 1 ||
-      options.gpu_block_tokens < 1) {
+      options.gpu_block_tokens < 1 || options.max_attention_pass_bytes < 1) {
     return absl::InvalidArgumentError(
-        "ModelOptions: attention_chunk_tokens, cpu_block_tokens and "
-        "gpu_block_tokens must be at least 1");
+        "ModelOptions: attention_chunk_tokens, cpu_block_tokens, "
+        "gpu_block_tokens and max_attention_pass_bytes must be at least 1");
   }
   return absl::OkStatus();
 }
@@ -149,9 +153,9 @@ absl::StatusOr<Embeddings> TorchModel::Compute(
   for (int64_t t = 0; t < count; ++t) id[t] = token_ids[t];
   ASSIGN_OR_RETURN(PackedVectors vectors,
                    encoder_.Forward(ids.to(device_), offsets));
-  vectors.values = vectors.values.to(at::kFloat);
-  PackedVectors pooled =
+  PackedVectors pooled =  // float32, whatever the model's dtype
       internal::Pool(vectors, pooling, encoder_.weights().pooler_query);
+  vectors = {};
   if (normalize) internal::NormalizeRows(pooled.values);
   const at::Tensor host = pooled.values.to(at::kCPU).contiguous();
   Embeddings embeddings;
@@ -175,6 +179,7 @@ internal::EncoderOptions MakeEncoderOptions(const ModelConfig& config,
   encoder.parallel_blocks = device.is_cpu();
   encoder.block_tokens =
       device.is_cpu() ? options.cpu_block_tokens : options.gpu_block_tokens;
+  encoder.max_attention_pass_bytes = options.max_attention_pass_bytes;
   return encoder;
 }
 
@@ -295,6 +300,11 @@ absl::Status ValidatePackedInput(const ModelConfig& config,
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateModelOptions(const ModelOptions& options) {
+  RETURN_IF_ERROR(CheckModelOptions(options));
+  return ParseDevice(options).status();
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(

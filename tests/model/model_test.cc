@@ -254,7 +254,7 @@ TEST_F(ModelTest, CorruptOrMismatchedModelsFailWithTheLoadersMessage) {
 TEST_F(ModelTest, OptionsTheMachineCannotHonourAreRefused) {
   ASSERT_NE(Make(SmallConfig()), nullptr);
   ModelOptions options;
-  options.dtype = ComputeDType::kBFloat16;
+  options.dtype = ComputeDType::kFloat16;
   EXPECT_THAT(
       std::string(Model::Load(dir_ + "/model", options).status().message()),
       HasSubstr("needs a CUDA device"));
