@@ -38,6 +38,15 @@ struct Encoder::Tokens {
   RotaryTables rotary;   // rotary models only
 };
 
+attention::AttentionOptions AttentionOptionsFor(const ModelConfig& config) {
+  attention::AttentionOptions options;
+  options.kernel = config.attention.kernel;
+  options.causal = config.attention.causal;
+  options.feature_epsilon =
+      static_cast<float>(config.attention.feature_epsilon);
+  return options;
+}
+
 Encoder::Encoder(ModelConfig config, EncoderWeights weights,
                  EncoderOptions options)
     : config_(std::move(config)),

@@ -62,6 +62,10 @@ struct EncoderOptions {
   int64_t max_attention_pass_bytes = int64_t{256} << 20;
 };
 
+// The attention options the config sets (kernel, causality, ε); sizes
+// keep their defaults.
+attention::AttentionOptions AttentionOptionsFor(const ModelConfig& config);
+
 // Vectors of a packed batch: `values` (rows, H) and which rows belong to
 // which sequence (offsets, one per sequence plus one).
 struct PackedVectors {

@@ -171,10 +171,7 @@ internal::EncoderOptions MakeEncoderOptions(const ModelConfig& config,
                                             const ModelOptions& options,
                                             c10::Device device) {
   internal::EncoderOptions encoder;
-  encoder.attention.kernel = config.attention.kernel;
-  encoder.attention.causal = config.attention.causal;
-  encoder.attention.feature_epsilon =
-      static_cast<float>(config.attention.feature_epsilon);
+  encoder.attention = internal::AttentionOptionsFor(config);
   encoder.attention.chunk_tokens = options.attention_chunk_tokens;
   encoder.parallel_blocks = device.is_cpu();
   encoder.block_tokens =
