@@ -6,6 +6,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -168,18 +169,60 @@ TEST_F(BFloat16Test, DefaultModelKeepsItsEmbeddings) {
   ExpectSameEmbeddings(FAVOR_DEFAULT_MODEL_DIR);
 }
 
-TEST_F(BFloat16Test, PeakedAttentionKeepsItsEmbeddings) {
-  const auto before = MeasureAttentionLogitSpans(FAVOR_DEFAULT_MODEL_DIR, 256);
-  ASSERT_TRUE(before.ok()) << before.status();
-  const auto spans =
-      WritePeakedModel(FAVOR_DEFAULT_MODEL_DIR, dir_ + "/peaked");
+// Largest |logit| per layer of the model in `directory`, and of its copy
+// peaked to ±20 in dir/peaked; checks the copy's cosines.
+void ExpectPeakedCopyKeepsItsEmbeddings(const std::string& directory,
+                                        std::vector<double>& before) {
+  const auto measured = MeasureAttentionLogitSpans(directory, 256);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  before = *measured;
+  const auto spans = WritePeakedModel(directory, directory + "/peaked");
   ASSERT_TRUE(spans.ok()) << spans.status();
-  ASSERT_EQ(spans->size(), before->size());
+  ASSERT_EQ(spans->size(), before.size());
   for (size_t l = 0; l < spans->size(); ++l) {
-    EXPECT_LT((*before)[l], 5.0) << "layer " << l;  // a fresh model: flat
     EXPECT_NEAR((*spans)[l], 20.0, 5.0) << "layer " << l;
+    std::printf("layer %zu: largest |logit| %.2f, peaked %.2f\n", l, before[l],
+                (*spans)[l]);
   }
-  ExpectSameEmbeddings(dir_ + "/peaked");
+  ExpectSameEmbeddings(directory + "/peaked");
+}
+
+// The default model's attention is flat (logits within ±1) and adds little
+// to its residual stream (output weights of std 0.02): peaked, it makes
+// the check.
+TEST_F(BFloat16Test, PeakedCopyOfTheDefaultModelKeepsItsEmbeddings) {
+  std::filesystem::copy(FAVOR_DEFAULT_MODEL_DIR, dir_ + "/default");
+  std::vector<double> before;
+  ExpectPeakedCopyKeepsItsEmbeddings(dir_ + "/default", before);
+  for (const double span : before) EXPECT_LT(span, 5.0);
+}
+
+// The default model's FAVOR+ estimate is insensitive to the logits' scale
+// at this size (its largest features dominate whatever the scale), and the
+// default model's attention adds little to the embeddings: so, to check
+// bfloat16 where peaked attention decides the embeddings, the default
+// shape with exact softmax attention and weights of std 0.1 (attention's
+// output outweighs the residual it is added to; the logits already reach
+// about ±10), peaked to ±20, which moves its float32 embeddings.
+TEST_F(BFloat16Test, SharpPeakedExactModelKeepsItsEmbeddings) {
+  ModelConfig config =
+      *LoadModelConfig(std::string(FAVOR_DEFAULT_MODEL_DIR) + "/config.json");
+  config.attention.kernel = attention::Kernel::kSoftmaxExact;
+  RandomModelOptions sharp;
+  sharp.init_std = 0.1;
+  ASSERT_TRUE(WriteRandomModel(config, dir_ + "/sharp", sharp).ok());
+  std::vector<double> before;
+  ExpectPeakedCopyKeepsItsEmbeddings(dir_ + "/sharp", before);
+  for (const double span : before) EXPECT_GT(span, 5.0);
+  const auto original = Model::Load(dir_ + "/sharp");
+  const auto peaked = Model::Load(dir_ + "/sharp/peaked");
+  ASSERT_TRUE(original.ok() && peaked.ok());
+  AgreementOptions options;
+  options.num_inputs = 10;
+  options.max_tokens = 256;
+  const auto moved = CompareEmbeddings(**original, **peaked, options);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_LT(moved->mean_cosine, 0.999) << "peaking changed nothing";
 }
 
 // A sequence's embedding alone and packed with others, in bfloat16. Every
