@@ -35,7 +35,7 @@ Linear GroupColumns(const Linear& fused, int64_t hidden, int64_t head_dim,
 struct Encoder::Tokens {
   std::vector<int64_t> offsets;
   at::Tensor positions;  // (T) int64 on the device; undefined if unused
-  RotaryTables rotary;   // rotary models only
+  RotaryAngles rotary;   // rotary models only
 };
 
 attention::AttentionOptions AttentionOptionsFor(const ModelConfig& config) {
@@ -116,11 +116,11 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
       out.copy_(linear(normed));
     }
     if (rotary_tokens == nullptr || first_part != 0) return;
+    const RotaryTables tables = rotary_tokens->rotary.Rows(begin, rows);
     // Queries and keys are adjacent columns: rotate both as 2·count heads.
     ApplyRotaryInPlace(out.narrow(1, 0, 2 * group.count * head_dim)
                            .view({rows, 2 * group.count, head_dim}),
-                       rotary_tokens->rotary.cos.narrow(0, begin, rows),
-                       rotary_tokens->rotary.sin.narrow(0, begin, rows));
+                       tables.cos, tables.sin);
   });
   return y;
 }
@@ -229,8 +229,9 @@ Encoder::Tokens Encoder::MakeTokens(const at::Tensor& token_ids,
   }
   tokens.positions = host.to(token_ids.device());
   if (positions == PositionEmbedding::kRotary) {
-    tokens.rotary = MakeRotaryTables(tokens.positions, config_.head_dim(),
-                                     config_.rotary_base);
+    tokens.rotary =
+        RotaryAngles(tokens.positions, config_.head_dim(), config_.rotary_base,
+                     options_.max_rotary_table_bytes);
   }
   return tokens;
 }

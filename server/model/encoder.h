@@ -60,6 +60,10 @@ struct EncoderOptions {
   // groups of heads, one group's projections at a time (at least one head
   // per pass), so that a long input's Q, K and V never exist whole.
   int64_t max_attention_pass_bytes = int64_t{256} << 20;
+  // Rotary tables of a batch's tokens larger than this are made block by
+  // block (RotaryAngles): 64 MiB keeps whole tables up to 256k tokens at
+  // d = 64. ModelOptions sets both limits.
+  int64_t max_rotary_table_bytes = int64_t{64} << 20;
 };
 
 // The attention options the config sets (kernel, causality, ε); sizes

@@ -89,10 +89,12 @@ absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
 
 absl::Status CheckModelOptions(const ModelOptions& options) {
   if (options.attention_chunk_tokens < 1 || options.cpu_block_tokens < 1 ||
-      options.gpu_block_tokens < 1 || options.max_attention_pass_bytes < 1) {
+      options.gpu_block_tokens < 1 || options.max_attention_pass_bytes < 1 ||
+      options.max_rotary_table_bytes < 0) {
     return absl::InvalidArgumentError(
         "ModelOptions: attention_chunk_tokens, cpu_block_tokens, "
-        "gpu_block_tokens and max_attention_pass_bytes must be at least 1");
+        "gpu_block_tokens and max_attention_pass_bytes must be at least 1, "
+        "max_rotary_table_bytes at least 0");
   }
   return absl::OkStatus();
 }
@@ -177,6 +179,7 @@ internal::EncoderOptions MakeEncoderOptions(const ModelConfig& config,
   encoder.block_tokens =
       device.is_cpu() ? options.cpu_block_tokens : options.gpu_block_tokens;
   encoder.max_attention_pass_bytes = options.max_attention_pass_bytes;
+  encoder.max_rotary_table_bytes = options.max_rotary_table_bytes;
   return encoder;
 }
 

@@ -73,6 +73,9 @@ struct ModelOptions {
   // at a time, so that a long input's projections never exist whole (a
   // 1M-token input of hidden size 256 would need 4 GiB for all of them).
   int64_t max_attention_pass_bytes = int64_t{256} << 20;
+  // Rotary cos/sin tables (4·head_dim bytes per token) larger than this
+  // are made block by block instead of whole.
+  int64_t max_rotary_table_bytes = int64_t{64} << 20;
 };
 
 // Checks `options` as Load does, without loading anything: the sizes, the
