@@ -150,6 +150,67 @@ FAVOR_BF16_TARGET void GemmAvx512BF16(int64_t rows, int64_t cols, int64_t depth,
                       c + j, ldc, accumulate, mask);
   }
 }
+// 16 float32 → their bfloat16 bits in the upper halves of 32-bit lanes,
+// rounded exactly as ToBFloat16 (nearest even; NaN quieted).
+FAVOR_BF16_TARGET __attribute__((always_inline)) inline __m512i RoundedHigh(
+    __m512 x) {
+  const __m512i bits = _mm512_castps_si512(x);
+  const __m512i lsb =
+      _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded =
+      _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb));
+  const __mmask16 nan = _mm512_cmpgt_epi32_mask(
+      _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF)),
+      _mm512_set1_epi32(0x7F800000));
+  return _mm512_mask_mov_epi32(
+      rounded, nan, _mm512_or_si512(bits, _mm512_set1_epi32(0x400000)));
+}
+
+// The mask of the first min(16, left) lanes.
+inline __mmask16 LanesLeft(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF)
+                    : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// ConvertToBF16 for rows with unit column stride.
+FAVOR_BF16_TARGET void ConvertRowsAvx512(int64_t rows, int64_t cols,
+                                         const float* x, int64_t ldx,
+                                         BFloat16Bits* out, int64_t ldo) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 m = LanesLeft(cols - j);
+      const __m512i high =
+          RoundedHigh(_mm512_maskz_loadu_ps(m, x + i * ldx + j));
+      _mm256_mask_storeu_epi16(
+          out + i * ldo + j, m,
+          _mm512_cvtepi32_epi16(_mm512_srli_epi32(high, 16)));
+    }
+  }
+}
+
+// PackBF16 for b with unit column stride: rows 2p and 2p + 1 rounded and
+// interleaved, a zero row past an odd depth.
+FAVOR_BF16_TARGET void PackRowsAvx512(int64_t depth, int64_t cols,
+                                      const float* b, int64_t ldb,
+                                      BFloat16Bits* packed) {
+  const __m512i upper = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  for (int64_t k = 0; k < depth; k += 2) {
+    const float* even = b + k * ldb;
+    const float* odd = k + 1 < depth ? even + ldb : nullptr;
+    auto* pairs = reinterpret_cast<uint32_t*>(packed + k * cols);
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 m = LanesLeft(cols - j);
+      const __m512i low = _mm512_srli_epi32(
+          RoundedHigh(_mm512_maskz_loadu_ps(m, even + j)), 16);
+      const __m512i high =
+          odd == nullptr
+              ? _mm512_setzero_si512()
+              : _mm512_and_si512(RoundedHigh(_mm512_maskz_loadu_ps(m, odd + j)),
+                                 upper);
+      _mm512_mask_storeu_epi32(pairs + j, m, _mm512_or_si512(low, high));
+    }
+  }
+}
 #undef FAVOR_BF16_TARGET
 #pragma GCC diagnostic pop
 #endif
@@ -194,11 +255,27 @@ void SetFastGemmBF16Enabled(bool enabled) {
 }
 
 void PackBF16(int64_t depth, int64_t cols, MatrixView b, BFloat16Bits* packed) {
+#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+  if (b.column_stride == 1 && GemmBF16IsFast()) {
+    PackRowsAvx512(depth, cols, b.data, b.row_stride, packed);
+    return;
+  }
+#endif
   for (int64_t k = 0; k < (depth + 1) / 2 * 2; ++k) {
     BFloat16Bits* row = packed + (k / 2) * 2 * cols + k % 2;
     const float* b_row = b.data + k * b.row_stride;
     for (int64_t j = 0; j < cols; ++j) {
       row[2 * j] = k < depth ? ToBFloat16(b_row[j * b.column_stride]) : 0;
+    }
+  }
+}
+
+void CopyBF16(int64_t rows, int64_t cols, const BFloat16Bits* x,
+              int64_t row_stride, int64_t column_stride, BFloat16Bits* out,
+              int64_t ldo) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      out[i * ldo + j] = x[i * row_stride + j * column_stride];
     }
   }
 }
@@ -215,6 +292,12 @@ void PackBF16(int64_t depth, int64_t cols, const BFloat16Bits* b, int64_t ldb,
 
 void ConvertToBF16(int64_t rows, int64_t cols, MatrixView x, BFloat16Bits* out,
                    int64_t ldo) {
+#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+  if (x.column_stride == 1 && GemmBF16IsFast()) {
+    ConvertRowsAvx512(rows, cols, x.data, x.row_stride, out, ldo);
+    return;
+  }
+#endif
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
       out[i * ldo + j] =

@@ -71,8 +71,16 @@ void PackBF16(int64_t depth, int64_t cols, const BFloat16Bits* b, int64_t ldb,
 
 // out[i * ldo + j] = ToBFloat16(x(i, j)) for i < rows, j < cols: float32
 // features or a transposed view to bfloat16 left-hand operands.
+// Vectorised (AVX-512) for a unit column stride, as is PackBF16 from
+// float32.
 void ConvertToBF16(int64_t rows, int64_t cols, MatrixView x, BFloat16Bits* out,
                    int64_t ldo);
+
+// out[i * ldo + j] = x[i * row_stride + j * column_stride]: a bfloat16
+// operand laid out row-major, e.g. value rows transposed.
+void CopyBF16(int64_t rows, int64_t cols, const BFloat16Bits* x,
+              int64_t row_stride, int64_t column_stride, BFloat16Bits* out,
+              int64_t ldo);
 
 // c[i * ldc + j] (+)= Σ_k a[i * lda + k] · b(k, j) for i < rows, j < cols,
 // k < depth, with b packed by PackBF16(depth, cols, ...). Products of

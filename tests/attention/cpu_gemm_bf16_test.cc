@@ -145,6 +145,41 @@ TEST_P(GemmBF16Test, EmptyShapesTouchNothing) {
   for (float x : c) EXPECT_EQ(x, 5.0f);
 }
 
+// The vectorised conversions round every value as ToBFloat16 does: ties,
+// NaN, infinities, denormals, and the masked tail of a row.
+TEST_P(GemmBF16Test, ConversionsRoundAsToBFloat16) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  const int64_t rows = 5, cols = 37, ld = cols + 3;
+  std::vector<float> x(rows * ld);
+  for (float& v : x) v = normal(rng);
+  const float specials[] = {std::nanf(""),
+                            -std::nanf(""),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            1e-40f,  // denormal
+                            1.0f + 0x1p-8f,
+                            1.0f + 3 * 0x1p-8f,
+                            std::numeric_limits<float>::max(),
+                            -0.0f};
+  for (size_t i = 0; i < std::size(specials); ++i) x[i * 7] = specials[i];
+  std::vector<BFloat16Bits> out(rows * cols);
+  ConvertToBF16(rows, cols, {x.data(), ld, 1}, out.data(), cols);
+  std::vector<BFloat16Bits> packed(PackedBF16Size(rows, cols));
+  PackBF16(rows, cols, {x.data(), ld, 1}, packed.data());
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const BFloat16Bits want = ToBFloat16(x[i * ld + j]);
+      ASSERT_EQ(out[i * cols + j], want) << i << "," << j;
+      ASSERT_EQ(packed[(i / 2) * 2 * cols + 2 * j + i % 2], want)
+          << i << "," << j;
+    }
+  }
+  for (int64_t j = 0; j < cols; ++j) {  // the odd depth's zero half
+    ASSERT_EQ(packed[(rows / 2) * 2 * cols + 2 * j + 1], 0) << j;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FastAndPortable, GemmBF16Test, testing::Bool(),
                          [](const testing::TestParamInfo<bool>& param_info) {
                            return param_info.param ? "Fast" : "Portable";
@@ -183,6 +218,14 @@ TEST(BFloat16ConversionTest, RoundsToNearestEven) {
   EXPECT_TRUE(std::isnan(FromBFloat16(ToBFloat16(std::nanf("")))));
   // The largest float rounds up to infinity, as IEEE rounding does.
   EXPECT_EQ(ToBFloat16(std::numeric_limits<float>::max()), 0x7F80);
+}
+
+TEST(BFloat16ConversionTest, CopiesStridedBFloat16) {
+  const BFloat16Bits x[6] = {1, 2, 3, 4, 5, 6};  // 2 × 3, row-major
+  BFloat16Bits t[6];
+  CopyBF16(3, 2, x, 1, 3, t, 2);  // the transpose, 3 × 2
+  const BFloat16Bits want[6] = {1, 4, 2, 5, 3, 6};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(t[i], want[i]) << i;
 }
 
 TEST(BFloat16ConversionTest, ConvertsStridedViewsAndPacksPairs) {
