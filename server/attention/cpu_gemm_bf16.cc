@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "server/attention/cpu_features.h"
+#include "server/attention/cpu_tiles.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
@@ -83,73 +84,22 @@ FAVOR_BF16_TARGET __attribute__((always_inline)) inline void Tile(
   }
 }
 
-constexpr int64_t kTileRows = 6;
-
-// Tile<rows, kVectors> for a `rows` known only at run time, 1 ≤ rows ≤
-// kMaxRows: the remainder of a panel.
-template <int kVectors, int kMaxRows>
-FAVOR_BF16_TARGET __attribute__((always_inline)) inline void TileOfRows(
-    int64_t rows, int64_t depth, const BFloat16Bits* a, int64_t lda,
-    const BFloat16Bits* packed_b, int64_t cols, float* c, int64_t ldc,
-    bool accumulate, __mmask16 mask) {
-  if constexpr (kMaxRows > 0) {
-    if (rows == kMaxRows) {
-      Tile<kMaxRows, kVectors>(depth, a, lda, packed_b, cols, c, ldc,
-                               accumulate, mask);
-    } else {
-      TileOfRows<kVectors, kMaxRows - 1>(rows, depth, a, lda, packed_b, cols, c,
-                                         ldc, accumulate, mask);
-    }
-  }
-}
-
-// All rows of one column panel of kVectors vectors.
-template <int kVectors>
-FAVOR_BF16_TARGET void Panel(int64_t rows, int64_t depth, const BFloat16Bits* a,
-                             int64_t lda, const BFloat16Bits* packed_b,
-                             int64_t cols, float* c, int64_t ldc,
-                             bool accumulate, __mmask16 mask) {
-  int64_t i = 0;
-  for (; i + kTileRows <= rows; i += kTileRows) {
-    Tile<kTileRows, kVectors>(depth, a + i * lda, lda, packed_b, cols,
-                              c + i * ldc, ldc, accumulate, mask);
-  }
-  TileOfRows<kVectors, kTileRows - 1>(rows - i, depth, a + i * lda, lda,
-                                      packed_b, cols, c + i * ldc, ldc,
-                                      accumulate, mask);
-}
-
-// Panel<vectors> for 1 ≤ vectors ≤ kMaxVectors known at run time.
-template <int kMaxVectors>
-FAVOR_BF16_TARGET void PanelOfVectors(int vectors, int64_t rows, int64_t depth,
-                                      const BFloat16Bits* a, int64_t lda,
-                                      const BFloat16Bits* packed_b,
-                                      int64_t cols, float* c, int64_t ldc,
-                                      bool accumulate, __mmask16 mask) {
-  if constexpr (kMaxVectors > 0) {
-    if (vectors == kMaxVectors) {
-      Panel<kMaxVectors>(rows, depth, a, lda, packed_b, cols, c, ldc,
-                         accumulate, mask);
-    } else {
-      PanelOfVectors<kMaxVectors - 1>(vectors, rows, depth, a, lda, packed_b,
-                                      cols, c, ldc, accumulate, mask);
-    }
-  }
-}
-
 FAVOR_BF16_TARGET void GemmAvx512BF16(int64_t rows, int64_t cols, int64_t depth,
                                       const BFloat16Bits* a, int64_t lda,
                                       const BFloat16Bits* packed_b, float* c,
                                       int64_t ldc, bool accumulate) {
-  for (int64_t j = 0; j < cols; j += 64) {
-    const int64_t width = cols - j < 64 ? cols - j : 64;
-    const int vectors = static_cast<int>((width + 15) / 16);
-    const int64_t tail = width - 16 * (vectors - 1);
-    const __mmask16 mask = static_cast<__mmask16>((1u << tail) - 1);
-    PanelOfVectors<4>(vectors, rows, depth, a, lda, packed_b + 2 * j, cols,
-                      c + j, ldc, accumulate, mask);
-  }
+  ForEachPanel(cols, [&](int64_t j, int vectors, int lanes) FAVOR_BF16_TARGET {
+    const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
+    WithConstant<4>(vectors, [&](auto v) FAVOR_BF16_TARGET {
+      ForEachTile(rows, [&](int64_t i, auto r) FAVOR_BF16_TARGET {
+        Tile<decltype(r)::value, decltype(v)::value>(
+            depth, a + i * lda, lda, packed_b + 2 * j, cols, c + i * ldc + j,
+            ldc, accumulate, mask);
+      });
+    });
+  });
 }
+
 // 16 float32 → their bfloat16 bits in the upper halves of 32-bit lanes,
 // rounded exactly as ToBFloat16 (nearest even; NaN quieted).
 FAVOR_BF16_TARGET __attribute__((always_inline)) inline __m512i RoundedHigh(

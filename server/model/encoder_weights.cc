@@ -114,15 +114,8 @@ at::Tensor WeightReader::Get(const ExpectedTensor& tensor, bool keep_float32) {
     status_.Update(view.status());
     return at::Tensor();
   }
-  // A copy, not a view of the mapping: the data may be unaligned (see
-  // TensorView), and the model must not depend on the file staying mapped.
-  at::Tensor host = at::empty(
-      view->shape, at::TensorOptions().dtype(ScalarTypeOf(view->dtype)));
-  if (view->byte_size > 0) {
-    std::memcpy(host.data_ptr(), view->data, view->byte_size);
-  }
   parameter_count_ += view->num_elements();
-  return host.to(device_, keep_float32 ? at::kFloat : dtype_);
+  return HostCopy(*view).to(device_, keep_float32 ? at::kFloat : dtype_);
 }
 
 Linear WeightReader::GetLinear(const LinearTensors& linear) {
@@ -215,6 +208,14 @@ absl::Status WeightReader::CheckConsumed(
 }
 
 }  // namespace
+
+at::Tensor HostCopy(const TensorView& view) {
+  at::Tensor host = at::empty(
+      view.shape, at::TensorOptions().dtype(ScalarTypeOf(view.dtype)));
+  if (view.byte_size > 0)
+    std::memcpy(host.data_ptr(), view.data, view.byte_size);
+  return host;
+}
 
 absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
                                                  const SafetensorsFile& file,

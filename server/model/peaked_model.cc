@@ -4,10 +4,10 @@
 #include <c10/core/InferenceMode.h>
 
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <regex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -23,27 +23,23 @@ namespace {
 
 using internal::Encoder;
 
-// The names of every layer's query and key tensors, in layer order.
-class QueryKeyNames final : public WeightLayoutVisitor {
- public:
-  void Layer(const LayerTensors& layer) override {
-    const AttentionTensors& a = layer.attention;
-    names.push_back({a.query.weight.name, a.query.bias.name, a.key.weight.name,
-                     a.key.bias.name});
+// Layer l's query and key weights and biases: the BERT names of
+// docs/models.md, "encoder.layer.<l>.attention.self.{query,key}.{weight,
+// bias}" (ISAB's induced layers, "encoder.layer.<l>.induced...", are not
+// matched). The scale of each, by name.
+std::map<std::string, double> QueryKeyScales(
+    const ModelConfig& config, const std::vector<double>& scales) {
+  static const std::regex kQueryKey(
+      R"(encoder\.layer\.(\d+)\.attention\.self\.(query|key)\.(weight|bias))");
+  std::map<std::string, double> scale_of;
+  for (const ExpectedTensor& tensor : ExpectedWeights(config)) {
+    std::smatch match;
+    if (!std::regex_match(tensor.name, match, kQueryKey)) continue;
+    const size_t layer = std::stoul(match[1].str());
+    if (layer < scales.size()) scale_of[tensor.name] = scales[layer];
   }
-  void WordEmbeddings(const ExpectedTensor&) override {}
-  void PositionEmbeddings(const ExpectedTensor&) override {}
-  void TokenTypeEmbeddings(const ExpectedTensor&) override {}
-  void EmbeddingsNorm(const NormTensors&) override {}
-  void Latents(const ExpectedTensor&) override {}
-  void InducingPoints(const ExpectedTensor&) override {}
-  void InducedLayer(const LayerTensors&) override {}
-  void FinalNorm(const NormTensors&) override {}
-  void PoolerQuery(const ExpectedTensor&) override {}
-  void Unused(const ExpectedTensor&) override {}
-
-  std::vector<std::vector<std::string>> names;
-};
+  return scale_of;
+}
 
 absl::StatusOr<ModelConfig> EncoderConfig(const std::string& directory) {
   ASSIGN_OR_RETURN(ModelConfig config,
@@ -122,24 +118,9 @@ absl::StatusOr<std::vector<double>> MeasureSpans(const std::string& directory,
   return spans;
 }
 
-at::ScalarType ScalarTypeOf(DType dtype) {
-  switch (dtype) {
-    case DType::kF16:
-      return at::kHalf;
-    case DType::kBF16:
-      return at::kBFloat16;
-    case DType::kF32:
-      break;
-  }
-  return at::kFloat;
-}
-
 // `view` times `scale`, as float32.
 at::Tensor Scaled(const TensorView& view, double scale) {
-  at::Tensor host = at::empty(view.shape, ScalarTypeOf(view.dtype));
-  if (view.byte_size > 0)
-    std::memcpy(host.data_ptr(), view.data, view.byte_size);
-  return host.to(at::kFloat).mul_(scale).contiguous();
+  return internal::HostCopy(view).to(at::kFloat).mul_(scale).contiguous();
 }
 
 // Copies every tensor of `source`, the query and key tensors of layer l
@@ -148,12 +129,7 @@ absl::Status WriteScaledCopy(const SafetensorsFile& source,
                              const ModelConfig& config,
                              const std::vector<double>& scales,
                              const std::string& path) {
-  QueryKeyNames visitor;
-  VisitWeightLayout(config, visitor);
-  std::map<std::string, double> scale_of;
-  for (size_t l = 0; l < visitor.names.size(); ++l) {
-    for (const std::string& name : visitor.names[l]) scale_of[name] = scales[l];
-  }
+  const std::map<std::string, double> scale_of = QueryKeyScales(config, scales);
   std::vector<at::Tensor> keep_alive;
   std::vector<TensorToWrite> tensors;
   for (const std::string& name : source.TensorNames()) {
