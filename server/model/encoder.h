@@ -59,7 +59,8 @@ struct EncoderOptions {
   // the result of the heads in the pass): past it, attention runs over
   // groups of heads, one group's projections at a time (at least one head
   // per pass), so that a long input's Q, K and V never exist whole.
-  int64_t max_attention_pass_bytes = int64_t{256} << 20;
+  // ModelOptions documents the default.
+  int64_t max_attention_pass_bytes = int64_t{1} << 30;
   // Rotary tables of a batch's tokens larger than this are made block by
   // block (RotaryAngles): 64 MiB keeps whole tables up to 256k tokens at
   // d = 64. ModelOptions sets both limits.

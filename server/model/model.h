@@ -71,8 +71,10 @@ struct ModelOptions {
   // Bytes of one attention pass's float32 Q, K, V and output: past it a
   // layer's attention runs over groups of heads, one group's projections
   // at a time, so that a long input's projections never exist whole (a
-  // 1M-token input of hidden size 256 would need 4 GiB for all of them).
-  int64_t max_attention_pass_bytes = int64_t{256} << 20;
+  // 1M-token input of hidden size 256 would need 4 GiB for all of them;
+  // one head's take 1 GiB). 1 GiB keeps every head in one pass up to 256k
+  // tokens at that size, as fast as before groups existed.
+  int64_t max_attention_pass_bytes = int64_t{1} << 30;
   // Rotary cos/sin tables (4·head_dim bytes per token) larger than this
   // are made block by block instead of whole.
   int64_t max_rotary_table_bytes = int64_t{64} << 20;
