@@ -170,9 +170,9 @@ absl::StatusOr<std::unique_ptr<favor::model::ModelRepository>> LoadModels() {
   const absl::Status supported = favor::model::ValidateModelOptions(options);
   if (!supported.ok()) {
     return absl::Status(supported.code(),
-                        absl::StrCat("--device=", options.device, " --dtype=",
-                                     absl::GetFlag(FLAGS_dtype), ": ",
-                                     supported.message()));
+                        absl::StrCat("--device=", options.device,
+                                     " --dtype=", absl::GetFlag(FLAGS_dtype),
+                                     ": ", supported.message()));
   }
   const std::string path = absl::GetFlag(FLAGS_model_repository);
   ASSIGN_OR_RETURN(auto repository,
