@@ -8,7 +8,8 @@
 // at once; attention keeps per-sequence sums; nothing is padded. A
 // sequence's embedding does not depend on what it is batched with: only the
 // order of some float sums may differ (about 1e-7 relative; the tests hold
-// it to 1e-5).
+// it to 1e-5; in bfloat16 such a difference may flip a stored value's last
+// bit, and the tests allow that).
 //
 // This header is LibTorch-free so that the service and the batcher's runner
 // can hold models without including LibTorch; the implementation
