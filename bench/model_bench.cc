@@ -5,9 +5,13 @@
 // sequence per batch; exact attention up to 32k, past which its quadratic
 // cost is minutes per pass), and a batch of 64 sequences of 128 tokens.
 //
-// At the end it prints the two ratios the issue sets targets for: FAVOR+
-// tokens/s at 32k over 4k (linear: ≥ 0.75) and FAVOR+ over exact at 32k
-// (≥ 10), from the best of --benchmark_repetitions runs of each, by wall
+// The FAVOR+ model runs in float32 and, where the CPU has AVX512-BF16 or
+// AMX-BF16, in bfloat16 ("favor+ bf16/...") in the same run.
+//
+// At the end it prints the ratios the issues set targets for: FAVOR+
+// tokens/s at 32k over 4k (linear: ≥ 0.75), FAVOR+ over exact at 32k
+// (≥ 10), and bfloat16 over float32 at 512, 4k, 32k and 64 × 128 (≥ 2,
+// issue 14), from the best of --benchmark_repetitions runs of each, by wall
 // time and by CPU time (see Rates).
 //
 //   build/bench/model_bench [--threads=N] [--cpu_block_tokens=N]
@@ -28,6 +32,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/attention/cpu_allocator.h"
+#include "server/attention/cpu_features.h"
 #include "server/attention/parallelism.h"
 #include "server/model/model.h"
 #include "server/model/random_model.h"
@@ -57,10 +62,11 @@ ModelOptions& BenchOptions() {
   return options;
 }
 
-// One model per kernel, written once into a temporary folder.
-const Model& BenchModel(Kernel kernel) {
-  static auto* models = new std::map<Kernel, std::unique_ptr<Model>>();
-  auto it = models->find(kernel);
+// One model per kernel and dtype, written once into a temporary folder.
+const Model& BenchModel(Kernel kernel, ComputeDType dtype) {
+  static auto* models =
+      new std::map<std::pair<Kernel, ComputeDType>, std::unique_ptr<Model>>();
+  auto it = models->find({kernel, dtype});
   if (it != models->end()) return *it->second;
   const std::string dir =
       (std::filesystem::temp_directory_path() /
@@ -68,7 +74,9 @@ const Model& BenchModel(Kernel kernel) {
                     kernel == Kernel::kSoftmaxExact ? "exact" : "favor"))
           .string();
   const absl::Status written = WriteRandomModel(BenchConfig(kernel), dir);
-  auto model = Model::Load(dir, BenchOptions());
+  ModelOptions options = BenchOptions();
+  options.dtype = dtype;
+  auto model = Model::Load(dir, options);
   std::filesystem::remove_all(dir);
   if (!written.ok() || !model.ok()) {
     std::fprintf(
@@ -77,7 +85,8 @@ const Model& BenchModel(Kernel kernel) {
             .c_str());
     std::exit(1);
   }
-  return *models->emplace(kernel, *std::move(model)).first->second;
+  return *models->emplace(std::make_pair(kernel, dtype), *std::move(model))
+              .first->second;
 }
 
 // Best tokens/s of each run, by name, for the ratios printed at the end:
@@ -101,9 +110,9 @@ double ProcessCpuSeconds() {
   return static_cast<double>(now.tv_sec) + 1e-9 * now.tv_nsec;
 }
 
-void Encode(benchmark::State& state, Kernel kernel, int64_t sequences,
-            int64_t length, const std::string& name) {
-  const Model& model = BenchModel(kernel);
+void Encode(benchmark::State& state, Kernel kernel, ComputeDType dtype,
+            int64_t sequences, int64_t length, const std::string& name) {
+  const Model& model = BenchModel(kernel, dtype);
   std::vector<int32_t> ids;
   std::vector<int64_t> offsets = {0};
   for (int64_t s = 0; s < sequences; ++s) {
@@ -136,15 +145,21 @@ void Encode(benchmark::State& state, Kernel kernel, int64_t sequences,
   best.cpu = std::max(best.cpu, tokens / cpu_seconds);
 }
 
-void Register(Kernel kernel, int64_t sequences, int64_t length,
-              int iterations) {
-  const std::string name =
-      absl::StrCat(kernel == Kernel::kSoftmaxExact ? "exact" : "favor+", "/",
-                   sequences == 1 ? absl::StrCat("L=", length)
-                                  : absl::StrCat(sequences, "x", length));
+// "favor+/L=4096", "favor+ bf16/64x128", "exact/L=512".
+std::string RowName(Kernel kernel, ComputeDType dtype, int64_t sequences,
+                    int64_t length) {
+  return absl::StrCat(kernel == Kernel::kSoftmaxExact ? "exact" : "favor+",
+                      dtype == ComputeDType::kBFloat16 ? " bf16" : "", "/",
+                      sequences == 1 ? absl::StrCat("L=", length)
+                                     : absl::StrCat(sequences, "x", length));
+}
+
+void Register(Kernel kernel, ComputeDType dtype, int64_t sequences,
+              int64_t length, int iterations) {
+  const std::string name = RowName(kernel, dtype, sequences, length);
   auto* bench =
       benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-        Encode(state, kernel, sequences, length, name);
+        Encode(state, kernel, dtype, sequences, length, name);
       });
   bench->Unit(benchmark::kMillisecond)->UseRealTime();
   if (iterations > 0) bench->Iterations(iterations);
@@ -190,30 +205,63 @@ int TakeOwnFlags(int& argc, char** argv) {
   return threads;
 }
 
+namespace favor::model {
+namespace {
+
+// FAVOR+ in float32 and, where the CPU runs it natively, bfloat16 right
+// after at each size (so that a pair's ratio is taken within seconds), then
+// exact attention in float32.
+void RegisterAll(bool bfloat16) {
+  const auto favor = [&](int64_t sequences, int64_t length, int iterations) {
+    Register(Kernel::kFavorPositive, ComputeDType::kFloat32, sequences, length,
+             iterations);
+    if (bfloat16 && length < 262144) {
+      Register(Kernel::kFavorPositive, ComputeDType::kBFloat16, sequences,
+               length, iterations);
+    }
+  };
+  for (const int64_t length : {512, 4096, 32768, 262144}) {
+    favor(1, length, length >= 32768 ? 1 : 0);  // long runs: one pass each
+  }
+  favor(64, 128, 0);
+  for (const int64_t length : {512, 4096, 32768}) {
+    Register(Kernel::kSoftmaxExact, ComputeDType::kFloat32, 1, length,
+             length >= 4096 ? 1 : 0);
+  }
+  Register(Kernel::kSoftmaxExact, ComputeDType::kFloat32, 64, 128, 0);
+}
+
+void PrintTargets(bool bfloat16) {
+  PrintRatio("FAVOR+ tokens/s, 32k over 4k", "favor+/L=32768", "favor+/L=4096",
+             0.75);
+  PrintRatio("FAVOR+ over exact tokens/s at 32k", "favor+/L=32768",
+             "exact/L=32768", 10.0);
+  if (!bfloat16) return;
+  for (const char* size : {"L=512", "L=4096", "L=32768", "64x128"}) {
+    PrintRatio(absl::StrCat("bfloat16 over float32 at ", size).c_str(),
+               absl::StrCat("favor+ bf16/", size),
+               absl::StrCat("favor+/", size), 2.0);
+  }
+}
+
+}  // namespace
+}  // namespace favor::model
+
 int main(int argc, char** argv) {
-  using favor::attention::Kernel;
-  using favor::model::Register;
   const int threads =
       favor::attention::ConfigureCpuParallelism({TakeOwnFlags(argc, argv)});
   const bool huge_pages = favor::attention::InstallHugePageCpuAllocator() ==
                           favor::attention::HugePageAllocatorState::kInstalled;
-  std::printf("model_bench: %d threads, large tensors on huge pages: %s\n",
-              threads, huge_pages ? "yes" : "no");
-  for (const int64_t length : {512, 4096, 32768, 262144}) {
-    // Long runs take seconds per pass: one pass each.
-    Register(Kernel::kFavorPositive, 1, length, length >= 32768 ? 1 : 0);
-  }
-  Register(Kernel::kFavorPositive, 64, 128, 0);
-  for (const int64_t length : {512, 4096, 32768}) {
-    Register(Kernel::kSoftmaxExact, 1, length, length >= 4096 ? 1 : 0);
-  }
-  Register(Kernel::kSoftmaxExact, 64, 128, 0);
+  const absl::Status bfloat16 = favor::attention::cpu::CheckBFloat16Support();
+  std::printf(
+      "model_bench: %d threads, large tensors on huge pages: %s, bfloat16: "
+      "%s\n",
+      threads, huge_pages ? "yes" : "no",
+      bfloat16.ok() ? "yes" : std::string(bfloat16.message()).c_str());
+  favor::model::RegisterAll(bfloat16.ok());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  favor::model::PrintRatio("FAVOR+ tokens/s, 32k over 4k", "favor+/L=32768",
-                           "favor+/L=4096", 0.75);
-  favor::model::PrintRatio("FAVOR+ over exact tokens/s at 32k",
-                           "favor+/L=32768", "exact/L=32768", 10.0);
+  favor::model::PrintTargets(bfloat16.ok());
   return 0;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "server/attention/cpu_tiles.h"
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define FAVOR_HAVE_AVX512_GEMM 1
@@ -64,74 +66,28 @@ __attribute__((target("avx512f"), always_inline)) inline void Tile(
   }
 }
 
-constexpr int64_t kTileRows = 6;
-
-// Tile<rows, kVectors> for a `rows` known only at run time, 1 ≤ rows ≤
-// kMaxRows: the remainder of a panel.
-template <int kVectors, int kMaxRows>
-__attribute__((target("avx512f"), always_inline)) inline void TileOfRows(
-    int64_t rows, int64_t depth, MatrixView a, const float* b, int64_t ldb,
-    float* c, int64_t ldc, bool accumulate, __mmask16 mask) {
-  if constexpr (kMaxRows > 0) {
-    if (rows == kMaxRows) {
-      Tile<kMaxRows, kVectors>(depth, a, b, ldb, c, ldc, accumulate, mask);
-    } else {
-      TileOfRows<kVectors, kMaxRows - 1>(rows, depth, a, b, ldb, c, ldc,
-                                         accumulate, mask);
-    }
-  }
-}
-
-// All rows of one column panel of kVectors vectors: full six-row tiles,
-// then one tile for the remaining rows.
-template <int kVectors>
-__attribute__((target("avx512f"))) void Panel(int64_t rows, int64_t depth,
-                                              MatrixView a, const float* b,
-                                              int64_t ldb, float* c,
-                                              int64_t ldc, bool accumulate,
-                                              __mmask16 mask) {
-  int64_t i = 0;
-  for (; i + kTileRows <= rows; i += kTileRows) {
-    Tile<kTileRows, kVectors>(
-        depth, {a.data + i * a.row_stride, a.row_stride, a.column_stride}, b,
-        ldb, c + i * ldc, ldc, accumulate, mask);
-  }
-  TileOfRows<kVectors, kTileRows - 1>(
-      rows - i, depth,
-      {a.data + i * a.row_stride, a.row_stride, a.column_stride}, b, ldb,
-      c + i * ldc, ldc, accumulate, mask);
-}
-
-// Panel<vectors> for a `vectors` known only at run time, 1 ≤ vectors ≤
-// kMaxVectors: the last panel of a product whose width is not a multiple
-// of 64.
-template <int kMaxVectors>
-__attribute__((target("avx512f"))) void PanelOfVectors(
-    int vectors, int64_t rows, int64_t depth, MatrixView a, const float* b,
-    int64_t ldb, float* c, int64_t ldc, bool accumulate, __mmask16 mask) {
-  if constexpr (kMaxVectors > 0) {
-    if (vectors == kMaxVectors) {
-      Panel<kMaxVectors>(rows, depth, a, b, ldb, c, ldc, accumulate, mask);
-    } else {
-      PanelOfVectors<kMaxVectors - 1>(vectors, rows, depth, a, b, ldb, c, ldc,
-                                      accumulate, mask);
-    }
-  }
-}
-
 __attribute__((target("avx512f"))) void GemmAvx512(int64_t rows, int64_t cols,
                                                    int64_t depth, MatrixView a,
                                                    const float* b, int64_t ldb,
                                                    float* c, int64_t ldc,
                                                    bool accumulate) {
-  for (int64_t j = 0; j < cols; j += 64) {
-    const int64_t width = cols - j < 64 ? cols - j : 64;
-    const int vectors = static_cast<int>((width + 15) / 16);
-    const int64_t tail = width - 16 * (vectors - 1);
-    const __mmask16 mask = static_cast<__mmask16>((1u << tail) - 1);
-    PanelOfVectors<4>(vectors, rows, depth, a, b + j, ldb, c + j, ldc,
-                      accumulate, mask);
-  }
+  ForEachPanel(
+      cols, [&](int64_t j, int vectors,
+                int lanes) __attribute__((target("avx512f"))) {
+        const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
+        WithConstant<4>(
+            vectors, [&](auto v) __attribute__((target("avx512f"))) {
+              ForEachTile(
+                  rows, [&](int64_t i,
+                            auto r) __attribute__((target("avx512f"))) {
+                    Tile<decltype(r)::value, decltype(v)::value>(
+                        depth,
+                        {a.data + i * a.row_stride, a.row_stride,
+                         a.column_stride},
+                        b + j, ldb, c + i * ldc + j, ldc, accumulate, mask);
+                  });
+            });
+      });
 }
 #pragma GCC diagnostic pop
 #endif

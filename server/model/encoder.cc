@@ -2,17 +2,50 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "server/common/status_macros.h"
 
 namespace favor::model::internal {
+namespace {
+
+// The fused query | key | value layer restricted to parts [first_part,
+// first_part + num_parts) and one group of heads: a view when the group is
+// every head, else a copy of the columns (H × 3H at most: small beside the
+// long inputs that make groups).
+Linear GroupColumns(const Linear& fused, int64_t hidden, int64_t head_dim,
+                    int first_part, int num_parts, int64_t begin,
+                    int64_t count) {
+  if (count * head_dim == hidden) {
+    return fused.Columns(first_part * hidden, num_parts * hidden);
+  }
+  std::vector<at::Tensor> weights, biases;
+  for (int part = first_part; part < first_part + num_parts; ++part) {
+    const Linear columns =
+        fused.Columns(part * hidden + begin * head_dim, count * head_dim);
+    weights.push_back(columns.weight_t);
+    biases.push_back(columns.bias);
+  }
+  return {at::cat(weights, 1), at::cat(biases, 0)};
+}
+
+}  // namespace
 
 struct Encoder::Tokens {
   std::vector<int64_t> offsets;
   at::Tensor positions;  // (T) int64 on the device; undefined if unused
-  RotaryTables rotary;   // rotary models only
+  RotaryAngles rotary;   // rotary models only
 };
+
+attention::AttentionOptions AttentionOptionsFor(const ModelConfig& config) {
+  attention::AttentionOptions options;
+  options.kernel = config.attention.kernel;
+  options.causal = config.attention.causal;
+  options.feature_epsilon =
+      static_cast<float>(config.attention.feature_epsilon);
+  return options;
+}
 
 Encoder::Encoder(ModelConfig config, EncoderWeights weights,
                  EncoderOptions options)
@@ -20,13 +53,15 @@ Encoder::Encoder(ModelConfig config, EncoderWeights weights,
       weights_(std::move(weights)),
       options_(std::move(options)) {}
 
-at::Tensor Encoder::ApplyNorm(const Norm& norm, const at::Tensor& x) const {
-  at::Tensor y = at::empty_like(x);
+at::Tensor Encoder::ToCompute(const at::Tensor& x) const {
+  return x.to(weights_.word_embeddings.scalar_type());
+}
+
+void Encoder::ApplyNormInPlace(const Norm& norm, at::Tensor& x) const {
   Blocks(x.size(0), [&](int64_t begin, int64_t end) {
-    y.narrow(0, begin, end - begin)
-        .copy_(norm(x.narrow(0, begin, end - begin)));
+    at::Tensor rows = x.narrow(0, begin, end - begin);
+    rows.copy_(norm(rows.to(at::kFloat)));
   });
-  return y;
 }
 
 at::Tensor Encoder::Embed(const at::Tensor& token_ids,
@@ -35,7 +70,9 @@ at::Tensor Encoder::Embed(const at::Tensor& token_ids,
   at::Tensor x = at::empty({token_ids.size(0), words.size(1)}, words.options());
   Blocks(x.size(0), [&](int64_t begin, int64_t end) {
     const int64_t rows = end - begin;
-    at::Tensor sum = words.index_select(0, token_ids.narrow(0, begin, rows));
+    // The sum in float32 (a no-op conversion for float32 weights).
+    at::Tensor sum =
+        words.index_select(0, token_ids.narrow(0, begin, rows)).to(at::kFloat);
     if (weights_.position_embeddings.defined()) {
       sum.add_(weights_.position_embeddings.index_select(
           0, tokens.positions.narrow(0, begin, rows)));
@@ -46,99 +83,127 @@ at::Tensor Encoder::Embed(const at::Tensor& token_ids,
   return x;
 }
 
-void Encoder::ProjectSelf(const LayerWeights& layer, const at::Tensor& x,
-                          const Tokens* rotary_tokens, at::Tensor& qkv) const {
+int64_t Encoder::HeadsPerPass(int64_t query_rows, int64_t key_rows) const {
+  // Per head: Q and the output over the queries, K and V over the keys.
+  const int64_t bytes_per_head = static_cast<int64_t>(sizeof(float)) *
+                                 config_.head_dim() *
+                                 (2 * query_rows + 2 * key_rows);
+  return std::clamp<int64_t>(
+      options_.max_attention_pass_bytes / std::max<int64_t>(1, bytes_per_head),
+      1, config_.num_attention_heads);
+}
+
+at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
+                                 int first_part, int num_parts, HeadGroup group,
+                                 const Tokens* rotary_tokens) const {
   const bool pre = config_.norm_placement == NormPlacement::kPre;
-  const Linear& linear = layer.attention.query_key_value;
-  const int64_t hidden = config_.hidden_size;
+  const int64_t head_dim = config_.head_dim();
+  const Linear linear =
+      GroupColumns(layer.attention.query_key_value, config_.hidden_size,
+                   head_dim, first_part, num_parts, group.begin, group.count);
+  const bool in_float32 = x.scalar_type() == at::kFloat;
+  at::Tensor y = at::empty({x.size(0), linear.weight_t.size(1)},
+                           x.options().dtype(at::kFloat));
   Blocks(x.size(0), [&](int64_t begin, int64_t end) {
     const int64_t rows = end - begin;
     const at::Tensor in = x.narrow(0, begin, rows);
-    at::Tensor out = qkv.narrow(0, begin, rows);
-    at::addmm_out(out, linear.bias, pre ? layer.attention_norm(in) : in,
-                  linear.weight_t);
-    if (rotary_tokens == nullptr) return;
-    // Queries and keys are adjacent columns: rotate both as 2·heads heads.
-    ApplyRotaryInPlace(
-        out.narrow(1, 0, 2 * hidden)
-            .view({rows, 2 * config_.num_attention_heads, config_.head_dim()}),
-        rotary_tokens->rotary.cos.narrow(0, begin, rows),
-        rotary_tokens->rotary.sin.narrow(0, begin, rows));
-  });
-}
-
-at::Tensor Encoder::Project(const LayerWeights& layer, const at::Tensor& x,
-                            const Linear& linear) const {
-  const bool pre = config_.norm_placement == NormPlacement::kPre;
-  at::Tensor y = at::empty({x.size(0), linear.weight_t.size(1)}, x.options());
-  Blocks(x.size(0), [&](int64_t begin, int64_t end) {
-    const at::Tensor in = x.narrow(0, begin, end - begin);
-    at::Tensor out = y.narrow(0, begin, end - begin);
-    at::addmm_out(out, linear.bias, pre ? layer.attention_norm(in) : in,
-                  linear.weight_t);
+    const at::Tensor normed =
+        pre ? ToCompute(layer.attention_norm(in.to(at::kFloat))) : in;
+    at::Tensor out = y.narrow(0, begin, rows);
+    if (in_float32) {
+      at::addmm_out(out, linear.bias, normed, linear.weight_t);
+    } else {  // a bfloat16 product, widened for attention
+      out.copy_(linear(normed));
+    }
+    if (rotary_tokens == nullptr || first_part != 0) return;
+    const RotaryTables tables = rotary_tokens->rotary.Rows(begin, rows);
+    // Queries and keys are adjacent columns: rotate both as 2·count heads.
+    ApplyRotaryInPlace(out.narrow(1, 0, 2 * group.count * head_dim)
+                           .view({rows, 2 * group.count, head_dim}),
+                       tables.cos, tables.sin);
   });
   return y;
 }
 
-at::Tensor Encoder::FinishLayer(const LayerWeights& layer, const at::Tensor& a,
-                                const at::Tensor& attended) const {
+void Encoder::FinishLayer(const LayerWeights& layer, at::Tensor& a,
+                          const at::Tensor& attended) const {
   const bool pre = config_.norm_placement == NormPlacement::kPre;
-  at::Tensor y = at::empty_like(a);
   Blocks(a.size(0), [&](int64_t begin, int64_t end) {
     const int64_t rows = end - begin;
-    at::Tensor h = layer.attention.output(attended.narrow(0, begin, rows));
-    h.add_(a.narrow(0, begin, rows));
+    at::Tensor a_rows = a.narrow(0, begin, rows);
+    // Residual sums and norms in float32; the products in a's dtype.
+    at::Tensor h =
+        layer.attention.output(ToCompute(attended.narrow(0, begin, rows)))
+            .to(at::kFloat);
+    h.add_(a_rows);
     if (!pre) h = layer.attention_norm(h);
-    at::Tensor inner = layer.intermediate(pre ? layer.output_norm(h) : h);
+    at::Tensor inner =
+        layer.intermediate(ToCompute(pre ? layer.output_norm(h) : h));
     ActivateInPlace(config_.hidden_act, inner);
-    at::Tensor f = layer.output(inner);
+    at::Tensor f = layer.output(inner).to(at::kFloat);
+    inner.reset();
     f.add_(h);
-    y.narrow(0, begin, rows).copy_(pre ? f : layer.output_norm(f));
+    a_rows.copy_(pre ? f : layer.output_norm(f));
   });
-  return y;
+}
+
+absl::StatusOr<at::Tensor> Encoder::AttendHeads(
+    const LayerWeights& layer, const at::Tensor& a,
+    absl::Span<const int64_t> a_offsets, const at::Tensor& b,
+    absl::Span<const int64_t> b_offsets, const Tokens* rotary_tokens,
+    HeadGroup group) const {
+  const int64_t head_dim = config_.head_dim();
+  const int64_t width = group.count * head_dim;
+  at::Tensor q, kv;
+  if (!b.defined()) {  // self-attention: one product for all three
+    kv = ProjectHeads(layer, a, 0, 3, group, rotary_tokens);
+    q = kv.narrow(1, 0, width);
+    kv = kv.narrow(1, width, 2 * width);
+    b_offsets = a_offsets;
+  } else {
+    q = ProjectHeads(layer, a, 0, 1, group, nullptr);
+    kv = ProjectHeads(layer, b, 1, 2, group, nullptr);
+  }
+  const auto heads = [&](const at::Tensor& x) {
+    return x.view({-1, group.count, head_dim});
+  };
+  return attention::AttendPacked(heads(q), heads(kv.narrow(1, 0, width)),
+                                 heads(kv.narrow(1, width, width)), a_offsets,
+                                 b_offsets, layer.attention.projection,
+                                 options_.attention);
 }
 
 absl::StatusOr<at::Tensor> Encoder::Layer(const LayerWeights& layer,
-                                          const at::Tensor& a,
+                                          at::Tensor a,
                                           absl::Span<const int64_t> a_offsets,
                                           const at::Tensor& b,
                                           absl::Span<const int64_t> b_offsets,
                                           const Tokens* rotary_tokens) const {
   const int64_t hidden = config_.hidden_size;
-  at::Tensor q, k, v;
-  if (!b.defined()) {  // self-attention: one GEMM for all three
-    at::Tensor qkv = at::empty({a.size(0), 3 * hidden}, a.options());
-    ProjectSelf(layer, a, rotary_tokens, qkv);
-    q = qkv.narrow(1, 0, hidden);
-    k = qkv.narrow(1, hidden, hidden);
-    v = qkv.narrow(1, 2 * hidden, hidden);
-  } else {
-    const Linear& qkv = layer.attention.query_key_value;
-    q = Project(layer, a, qkv.Columns(0, hidden));
-    const at::Tensor kv = Project(layer, b, qkv.Columns(hidden, 2 * hidden));
-    k = kv.narrow(1, 0, hidden);
-    v = kv.narrow(1, hidden, hidden);
-  }
-  ASSIGN_OR_RETURN(
-      const at::Tensor attended,
-      Attend(layer, q, k, v, a_offsets, b.defined() ? b_offsets : a_offsets));
-  // Free the projections (3 · rows · H floats) before the feed-forward.
-  q.reset();
-  k.reset();
-  v.reset();
-  return FinishLayer(layer, a, attended.view({-1, hidden}));
-}
-
-absl::StatusOr<at::Tensor> Encoder::Attend(
-    const LayerWeights& layer, const at::Tensor& q, const at::Tensor& k,
-    const at::Tensor& v, absl::Span<const int64_t> q_offsets,
-    absl::Span<const int64_t> k_offsets) const {
   const int64_t heads = config_.num_attention_heads;
   const int64_t head_dim = config_.head_dim();
-  return attention::AttendPacked(
-      q.view({-1, heads, head_dim}), k.view({-1, heads, head_dim}),
-      v.view({-1, heads, head_dim}), q_offsets, k_offsets,
-      layer.attention.projection, options_.attention);
+  const int64_t per_pass =
+      HeadsPerPass(a.size(0), b.defined() ? b.size(0) : a.size(0));
+  // The projections of a group live only inside AttendHeads: freed before
+  // the next group and before the feed-forward.
+  at::Tensor attended;
+  for (int64_t begin = 0; begin < heads; begin += per_pass) {
+    const HeadGroup group{begin, std::min(per_pass, heads - begin)};
+    ASSIGN_OR_RETURN(
+        at::Tensor out,
+        AttendHeads(layer, a, a_offsets, b, b_offsets, rotary_tokens, group));
+    if (group.count == heads) {
+      attended = out.view({-1, hidden});
+      break;
+    }
+    // Several passes: gather them in a's dtype (half of float32's bytes
+    // for a bfloat16 model).
+    if (!attended.defined()) attended = at::empty_like(a);
+    attended.narrow(1, begin * head_dim, group.count * head_dim)
+        .copy_(out.view({-1, group.count * head_dim}));
+  }
+  FinishLayer(layer, a, attended);
+  return a;
 }
 
 at::Tensor Encoder::Repeat(const at::Tensor& points, int64_t sequences,
@@ -164,79 +229,89 @@ Encoder::Tokens Encoder::MakeTokens(const at::Tensor& token_ids,
   }
   tokens.positions = host.to(token_ids.device());
   if (positions == PositionEmbedding::kRotary) {
-    tokens.rotary = MakeRotaryTables(tokens.positions, config_.head_dim(),
-                                     config_.rotary_base);
+    tokens.rotary =
+        RotaryAngles(tokens.positions, config_.head_dim(), config_.rotary_base,
+                     options_.max_rotary_table_bytes);
   }
   return tokens;
 }
 
-absl::StatusOr<at::Tensor> Encoder::RunEncoder(at::Tensor x,
-                                               const Tokens& tokens) const {
+absl::StatusOr<at::Tensor> Encoder::RunEncoder(
+    at::Tensor x, const Tokens& tokens, const StageObserver& observer) const {
   const Tokens* rotary =
       config_.position_embedding_type == PositionEmbedding::kRotary ? &tokens
                                                                     : nullptr;
   for (const LayerWeights& layer : weights_.layers) {
-    ASSIGN_OR_RETURN(x, Layer(layer, x, tokens.offsets, at::Tensor(),
+    ASSIGN_OR_RETURN(x, Layer(layer, std::move(x), tokens.offsets, at::Tensor(),
                               tokens.offsets, rotary));
+    if (observer) observer(x);
   }
   return x;
 }
 
 absl::StatusOr<at::Tensor> Encoder::RunCrossAttention(
-    const at::Tensor& x, const Tokens& tokens,
-    std::vector<int64_t>& latent_offsets) const {
+    at::Tensor x, const Tokens& tokens, std::vector<int64_t>& latent_offsets,
+    const StageObserver& observer) const {
   // Layer 0: the latents read the tokens; then they attend to each other.
   const int64_t sequences = static_cast<int64_t>(tokens.offsets.size()) - 1;
-  const at::Tensor latents =
-      Repeat(weights_.latents, sequences, latent_offsets);
+  // Repeat fills latent_offsets, so it runs before Layer reads them.
+  at::Tensor latents = Repeat(weights_.latents, sequences, latent_offsets);
   ASSIGN_OR_RETURN(at::Tensor y,
-                   Layer(weights_.layers[0], latents, latent_offsets, x,
-                         tokens.offsets, nullptr));
+                   Layer(weights_.layers[0], std::move(latents), latent_offsets,
+                         x, tokens.offsets, nullptr));
+  x.reset();  // the tokens' vectors: only layer 0 reads them
+  if (observer) observer(y);
   for (size_t l = 1; l < weights_.layers.size(); ++l) {
-    ASSIGN_OR_RETURN(y, Layer(weights_.layers[l], y, latent_offsets,
+    ASSIGN_OR_RETURN(y, Layer(weights_.layers[l], std::move(y), latent_offsets,
                               at::Tensor(), latent_offsets, nullptr));
+    if (observer) observer(y);
   }
   return y;
 }
 
-absl::StatusOr<at::Tensor> Encoder::RunIsab(at::Tensor x,
-                                            const Tokens& tokens) const {
+absl::StatusOr<at::Tensor> Encoder::RunIsab(
+    at::Tensor x, const Tokens& tokens, const StageObserver& observer) const {
   const int64_t sequences = static_cast<int64_t>(tokens.offsets.size()) - 1;
   for (size_t l = 0; l < weights_.layers.size(); ++l) {
     std::vector<int64_t> induced_offsets;
-    const at::Tensor points =
+    at::Tensor points =  // before Layer reads induced_offsets
         Repeat(weights_.inducing_points[l], sequences, induced_offsets);
     ASSIGN_OR_RETURN(const at::Tensor induced,
-                     Layer(weights_.induced[l], points, induced_offsets, x,
-                           tokens.offsets, nullptr));
-    ASSIGN_OR_RETURN(x, Layer(weights_.layers[l], x, tokens.offsets, induced,
-                              induced_offsets, nullptr));
+                     Layer(weights_.induced[l], std::move(points),
+                           induced_offsets, x, tokens.offsets, nullptr));
+    if (observer) observer(induced);
+    ASSIGN_OR_RETURN(x, Layer(weights_.layers[l], std::move(x), tokens.offsets,
+                              induced, induced_offsets, nullptr));
+    if (observer) observer(x);
   }
   return x;
 }
 
 absl::StatusOr<PackedVectors> Encoder::Forward(
-    const at::Tensor& token_ids, absl::Span<const int64_t> offsets) const {
+    const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
+    const StageObserver& observer) const {
   const Tokens tokens = MakeTokens(token_ids, offsets);
-  const at::Tensor embedded = Embed(token_ids, tokens);
+  at::Tensor embedded = Embed(token_ids, tokens);
+  if (observer) observer(embedded);
   PackedVectors out;
   out.offsets = tokens.offsets;
   absl::StatusOr<at::Tensor> values;
   switch (config_.block) {
-    case BlockType::kEncoder:
-      values = RunEncoder(embedded, tokens);
+    case BlockType::kEncoder:  // the layers overwrite the embeddings
+      values = RunEncoder(std::move(embedded), tokens, observer);
       break;
     case BlockType::kCrossAttention:
-      values = RunCrossAttention(embedded, tokens, out.offsets);
+      values =
+          RunCrossAttention(std::move(embedded), tokens, out.offsets, observer);
       break;
     case BlockType::kIsab:
-      values = RunIsab(embedded, tokens);
+      values = RunIsab(std::move(embedded), tokens, observer);
       break;
   }
   RETURN_IF_ERROR(values.status());
   out.values = *std::move(values);
   if (config_.norm_placement == NormPlacement::kPre) {
-    out.values = ApplyNorm(weights_.final_norm, out.values);
+    ApplyNormInPlace(weights_.final_norm, out.values);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,7 +55,21 @@ struct EncoderOptions {
   attention::AttentionOptions attention;  // kernel etc. from the config
   int64_t block_tokens = 256;             // rows per ForEachRowBlock block
   bool parallel_blocks = true;            // CPU: threads claim blocks
+  // Bytes of one attention pass's float32 inputs and output (Q, K, V and
+  // the result of the heads in the pass): past it, attention runs over
+  // groups of heads, one group's projections at a time (at least one head
+  // per pass), so that a long input's Q, K and V never exist whole.
+  // ModelOptions documents the default.
+  int64_t max_attention_pass_bytes = int64_t{1} << 30;
+  // Rotary tables of a batch's tokens larger than this are made block by
+  // block (RotaryAngles): 64 MiB keeps whole tables up to 256k tokens at
+  // d = 64. ModelOptions sets both limits.
+  int64_t max_rotary_table_bytes = int64_t{64} << 20;
 };
+
+// The attention options the config sets (kernel, causality, ε); sizes
+// keep their defaults.
+attention::AttentionOptions AttentionOptionsFor(const ModelConfig& config);
 
 // Vectors of a packed batch: `values` (rows, H) and which rows belong to
 // which sequence (offsets, one per sequence plus one).
@@ -62,6 +77,12 @@ struct PackedVectors {
   at::Tensor values;
   std::vector<int64_t> offsets;
 };
+
+// Sees each stage's output during Forward: the embeddings, then every
+// layer's (ISAB: each induced-set layer's and each layer's). The tensor is
+// overwritten by the next stage: copy what is kept. For tests comparing
+// two encoders stage by stage.
+using StageObserver = std::function<void(const at::Tensor& values)>;
 
 class Encoder {
  public:
@@ -71,11 +92,18 @@ class Encoder {
   const EncoderWeights& weights() const { return weights_; }
 
   // Output vectors (one per token; per latent for "cross_attention") of the
-  // sequences token_ids[offsets[s], offsets[s + 1]). `token_ids` is an int64
-  // tensor on the weights' device; the input has been validated. Errors
-  // from the attention library are returned; LibTorch may throw c10::Error.
+  // sequences token_ids[offsets[s], offsets[s + 1]), in the weights' dtype.
+  // `token_ids` is an int64 tensor on the weights' device; the input has
+  // been validated. Errors from the attention library are returned;
+  // LibTorch may throw c10::Error.
+  //
+  // Precision: the linear layers and the activation run in the weights'
+  // dtype (float32 or bfloat16 products, float32 sums); embedding sums,
+  // residual sums, norms and attention run in float32 whatever it is, and
+  // the vectors between stages are stored in the weights' dtype.
   absl::StatusOr<PackedVectors> Forward(
-      const at::Tensor& token_ids, absl::Span<const int64_t> offsets) const;
+      const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
+      const StageObserver& observer = nullptr) const;
 
   // ---- Implementation details follow. ----
  private:
@@ -86,38 +114,54 @@ class Encoder {
                     absl::Span<const int64_t> offsets) const;
   at::Tensor Embed(const at::Tensor& token_ids, const Tokens& tokens) const;
   // The blocks of docs/models.md; cross-attention sets the latents' offsets.
-  absl::StatusOr<at::Tensor> RunEncoder(at::Tensor x,
-                                        const Tokens& tokens) const;
+  absl::StatusOr<at::Tensor> RunEncoder(at::Tensor x, const Tokens& tokens,
+                                        const StageObserver& observer) const;
   absl::StatusOr<at::Tensor> RunCrossAttention(
-      const at::Tensor& x, const Tokens& tokens,
-      std::vector<int64_t>& latent_offsets) const;
-  absl::StatusOr<at::Tensor> RunIsab(at::Tensor x, const Tokens& tokens) const;
+      at::Tensor x, const Tokens& tokens, std::vector<int64_t>& latent_offsets,
+      const StageObserver& observer) const;
+  absl::StatusOr<at::Tensor> RunIsab(at::Tensor x, const Tokens& tokens,
+                                     const StageObserver& observer) const;
   // One layer mapping queries `a` (offsets a_offsets) and keys/values `b`
-  // to new query vectors; `self` when a and b are the same tokens.
-  absl::StatusOr<at::Tensor> Layer(const LayerWeights& layer,
-                                   const at::Tensor& a,
+  // to new query vectors, written over a's storage (returned); b is
+  // undefined for self-attention over a. Attention runs over groups of
+  // heads when a pass over all of them would exceed
+  // max_attention_pass_bytes.
+  absl::StatusOr<at::Tensor> Layer(const LayerWeights& layer, at::Tensor a,
                                    absl::Span<const int64_t> a_offsets,
                                    const at::Tensor& b,
                                    absl::Span<const int64_t> b_offsets,
                                    const Tokens* rotary_tokens) const;
-  // Q and K|V projections (norm first in pre-norm), rotary applied.
-  void ProjectSelf(const LayerWeights& layer, const at::Tensor& x,
-                   const Tokens* rotary_tokens, at::Tensor& qkv) const;
-  at::Tensor Project(const LayerWeights& layer, const at::Tensor& x,
-                     const Linear& linear) const;
-  // Multi-head attention of (rows, H) projections, heads split as views.
-  absl::StatusOr<at::Tensor> Attend(const LayerWeights& layer,
-                                    const at::Tensor& q, const at::Tensor& k,
-                                    const at::Tensor& v,
-                                    absl::Span<const int64_t> q_offsets,
-                                    absl::Span<const int64_t> k_offsets) const;
-  // Attention output projection, residuals, norms and feed-forward.
-  at::Tensor FinishLayer(const LayerWeights& layer, const at::Tensor& a,
-                         const at::Tensor& attended) const;
+  // Heads [begin, begin + count) of one attention sublayer.
+  struct HeadGroup {
+    int64_t begin;
+    int64_t count;
+  };
+  int64_t HeadsPerPass(int64_t query_rows, int64_t key_rows) const;
+  // One head group's attention, (a rows, count, d) float32.
+  absl::StatusOr<at::Tensor> AttendHeads(const LayerWeights& layer,
+                                         const at::Tensor& a,
+                                         absl::Span<const int64_t> a_offsets,
+                                         const at::Tensor& b,
+                                         absl::Span<const int64_t> b_offsets,
+                                         const Tokens* rotary_tokens,
+                                         HeadGroup group) const;
+  // Parts [first_part, first_part + num_parts) of query | key | value for
+  // one head group, as float32 (rows, num_parts · count · d), norm first in
+  // pre-norm; rotary applied to the query and key parts when given tokens.
+  at::Tensor ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
+                          int first_part, int num_parts, HeadGroup group,
+                          const Tokens* rotary_tokens) const;
+  // Attention output projection, residuals, norms and feed-forward,
+  // written over a block by block.
+  void FinishLayer(const LayerWeights& layer, at::Tensor& a,
+                   const at::Tensor& attended) const;
   // One copy of `points` (n, H) per sequence, and the copies' offsets.
   at::Tensor Repeat(const at::Tensor& points, int64_t sequences,
                     std::vector<int64_t>& offsets) const;
-  at::Tensor ApplyNorm(const Norm& norm, const at::Tensor& x) const;
+  // x = norm(x), block by block, in float32.
+  void ApplyNormInPlace(const Norm& norm, at::Tensor& x) const;
+  // x in the weights' dtype (no copy when it already is).
+  at::Tensor ToCompute(const at::Tensor& x) const;
   template <typename Fn>
   void Blocks(int64_t rows, Fn&& fn) const {
     ForEachRowBlock(rows, options_.block_tokens, options_.parallel_blocks, fn);

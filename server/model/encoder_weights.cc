@@ -68,7 +68,7 @@ class WeightReader final : public WeightLayoutVisitor {
     weights_.final_norm = GetNorm(norm);
   }
   void PoolerQuery(const ExpectedTensor& tensor) override {
-    weights_.pooler_query = Get(tensor);
+    weights_.pooler_query = Get(tensor, /*keep_float32=*/true);  // pooling.h
   }
   void Unused(const ExpectedTensor& tensor) override {
     consumed_.insert(tensor.name);
@@ -85,8 +85,9 @@ class WeightReader final : public WeightLayoutVisitor {
  private:
   // Undefined when an optional tensor is absent (or on an error, kept).
   at::Tensor Get(const ExpectedTensor& tensor, bool keep_float32 = false);
-  at::Tensor GetIf(const std::optional<ExpectedTensor>& tensor) {
-    return tensor.has_value() ? Get(*tensor) : at::Tensor();
+  at::Tensor GetIf(const std::optional<ExpectedTensor>& tensor,
+                   bool keep_float32 = false) {
+    return tensor.has_value() ? Get(*tensor, keep_float32) : at::Tensor();
   }
   Linear GetLinear(const LinearTensors& linear);
   Norm GetNorm(const NormTensors& norm);
@@ -113,15 +114,8 @@ at::Tensor WeightReader::Get(const ExpectedTensor& tensor, bool keep_float32) {
     status_.Update(view.status());
     return at::Tensor();
   }
-  // A copy, not a view of the mapping: the data may be unaligned (see
-  // TensorView), and the model must not depend on the file staying mapped.
-  at::Tensor host = at::empty(
-      view->shape, at::TensorOptions().dtype(ScalarTypeOf(view->dtype)));
-  if (view->byte_size > 0) {
-    std::memcpy(host.data_ptr(), view->data, view->byte_size);
-  }
   parameter_count_ += view->num_elements();
-  return host.to(device_, keep_float32 ? at::kFloat : dtype_);
+  return HostCopy(*view).to(device_, keep_float32 ? at::kFloat : dtype_);
 }
 
 Linear WeightReader::GetLinear(const LinearTensors& linear) {
@@ -135,9 +129,11 @@ Norm WeightReader::GetNorm(const NormTensors& tensors) {
   Norm norm;
   norm.type = config_.norm;
   norm.eps = config_.layer_norm_eps;
-  norm.scale = GetIf(tensors.scale);
-  norm.weight = GetIf(tensors.weight);
-  norm.bias = GetIf(tensors.bias);
+  // Norms run in float32 (encoder.h, Precision), so their weights are
+  // kept in float32: a few vectors per layer.
+  norm.scale = GetIf(tensors.scale, /*keep_float32=*/true);
+  norm.weight = GetIf(tensors.weight, /*keep_float32=*/true);
+  norm.bias = GetIf(tensors.bias, /*keep_float32=*/true);
   return norm;
 }
 
@@ -213,6 +209,14 @@ absl::Status WeightReader::CheckConsumed(
 }
 
 }  // namespace
+
+at::Tensor HostCopy(const TensorView& view) {
+  at::Tensor host = at::empty(
+      view.shape, at::TensorOptions().dtype(ScalarTypeOf(view.dtype)));
+  if (view.byte_size > 0)
+    std::memcpy(host.data_ptr(), view.data, view.byte_size);
+  return host;
+}
 
 absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
                                                  const SafetensorsFile& file,

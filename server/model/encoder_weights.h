@@ -21,12 +21,17 @@ struct LoadedWeights {
   int64_t num_stored_projections = 0;  // projections read, not drawn
 };
 
+// A host copy of one tensor of a safetensors file, in its stored dtype: a
+// copy, not a view of the mapping, because the data may be unaligned (see
+// TensorView) and a model must not depend on the file staying mapped.
+at::Tensor HostCopy(const TensorView& view);
+
 // Reads every tensor the config needs from `file` (already checked with
 // CheckTensors against ExpectedWeights(config)) and copies it to `device`
-// in `dtype`; projections stay float32. Projections the file lacks are
-// drawn as docs/models.md, Projections, says. The tensors come from walking
-// the weight layout (weight_layout.h); INTERNAL if the loader did not read
-// exactly the tensors the layout lists. May throw c10::Error.
+// in `dtype`; projections, norms and pooler.query stay float32. Projections the
+// file lacks are drawn as docs/models.md, Projections, says. The tensors come
+// from walking the weight layout (weight_layout.h); INTERNAL if the loader did
+// not read exactly the tensors the layout lists. May throw c10::Error.
 absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
                                                  const SafetensorsFile& file,
                                                  c10::Device device,

@@ -87,6 +87,30 @@ struct RotaryTables {
 RotaryTables MakeRotaryTables(const at::Tensor& positions, int64_t head_dim,
                               double base);
 
+// The rotary tables of a packed batch's tokens, row block by row block.
+// Whole tables cost 4·d bytes per token (256 MiB for a 1M-token input at
+// d = 64); past max_table_bytes, a block's rows are made when asked, from
+// two small tables of angle parts: position p = hi·S + lo (S = ⌈√(P + 1)⌉
+// for positions up to P), cos(pθ) = cos(loθ)·cos(hiSθ) − sin(loθ)·sin(hiSθ)
+// and likewise the sine, in double precision, so that the float32 rows
+// equal the whole tables' but in rare last-bit ties.
+class RotaryAngles {
+ public:
+  RotaryAngles() = default;
+  // `positions`: (T) int64, every token's position.
+  RotaryAngles(const at::Tensor& positions, int64_t head_dim, double base,
+               int64_t max_table_bytes);
+
+  // cos and sin of rows [begin, begin + count), (count, d/2) float32.
+  RotaryTables Rows(int64_t begin, int64_t count) const;
+
+ private:
+  RotaryTables whole_;  // when within max_table_bytes
+  at::Tensor positions_;
+  int64_t stride_ = 1;                                  // S
+  at::Tensor low_cos_, low_sin_, high_cos_, high_sin_;  // double, (·, d/2)
+};
+
 // Rotates the heads of x (rows, heads, d), a view written in place, by the
 // rows' angles (`cos`, `sin` rows matching x's rows), rotate-half
 // convention: feature pairs (i, i + d/2).

@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "server/attention/cpu_features.h"
 #include "server/common/status_macros.h"
 #include "server/model/encoder.h"
 #include "server/model/encoder_weights.h"
@@ -56,10 +57,13 @@ at::ScalarType ScalarTypeOf(ComputeDType dtype) {
 absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
   const std::string& name = options.device;
   if (name == "cpu") {
-    if (options.dtype != ComputeDType::kFloat32) {
+    if (options.dtype == ComputeDType::kFloat16) {
       return absl::InvalidArgumentError(
-          absl::StrCat("dtype ", NameOf(options.dtype),
-                       " needs a CUDA device; CPU models run in float32"));
+          "dtype float16 needs a CUDA device; CPU models run in float32 or "
+          "bfloat16");
+    }
+    if (options.dtype == ComputeDType::kBFloat16) {
+      RETURN_IF_ERROR(attention::cpu::CheckBFloat16Support());
     }
     return c10::Device(c10::kCPU);
   }
@@ -86,10 +90,12 @@ absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
 
 absl::Status CheckModelOptions(const ModelOptions& options) {
   if (options.attention_chunk_tokens < 1 || options.cpu_block_tokens < 1 ||
-      options.gpu_block_tokens < 1) {
+      options.gpu_block_tokens < 1 || options.max_attention_pass_bytes < 1 ||
+      options.max_rotary_table_bytes < 0) {
     return absl::InvalidArgumentError(
-        "ModelOptions: attention_chunk_tokens, cpu_block_tokens and "
-        "gpu_block_tokens must be at least 1");
+        "ModelOptions: attention_chunk_tokens, cpu_block_tokens, "
+        "gpu_block_tokens and max_attention_pass_bytes must be at least 1, "
+        "max_rotary_table_bytes at least 0");
   }
   return absl::OkStatus();
 }
@@ -160,9 +166,9 @@ absl::StatusOr<Embeddings> TorchModel::Compute(
   for (int64_t t = 0; t < count; ++t) id[t] = token_ids[t];
   ASSIGN_OR_RETURN(PackedVectors vectors,
                    encoder_.Forward(ids.to(device_), offsets));
-  vectors.values = vectors.values.to(at::kFloat);
-  PackedVectors pooled =
+  PackedVectors pooled =  // float32, whatever the model's dtype
       internal::Pool(vectors, pooling, encoder_.weights().pooler_query);
+  vectors = {};
   if (normalize) internal::NormalizeRows(pooled.values);
   Embeddings embeddings;
   embeddings.dim = pooled.values.size(1);
@@ -179,14 +185,13 @@ internal::EncoderOptions MakeEncoderOptions(const ModelConfig& config,
                                             const ModelOptions& options,
                                             c10::Device device) {
   internal::EncoderOptions encoder;
-  encoder.attention.kernel = config.attention.kernel;
-  encoder.attention.causal = config.attention.causal;
-  encoder.attention.feature_epsilon =
-      static_cast<float>(config.attention.feature_epsilon);
+  encoder.attention = internal::AttentionOptionsFor(config);
   encoder.attention.chunk_tokens = options.attention_chunk_tokens;
   encoder.parallel_blocks = device.is_cpu();
   encoder.block_tokens =
       device.is_cpu() ? options.cpu_block_tokens : options.gpu_block_tokens;
+  encoder.max_attention_pass_bytes = options.max_attention_pass_bytes;
+  encoder.max_rotary_table_bytes = options.max_rotary_table_bytes;
   return encoder;
 }
 
@@ -310,6 +315,11 @@ absl::Status ValidatePackedInput(const ModelConfig& config,
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateModelOptions(const ModelOptions& options) {
+  RETURN_IF_ERROR(CheckModelOptions(options));
+  return ParseDevice(options).status();
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(

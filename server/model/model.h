@@ -8,7 +8,8 @@
 // at once; attention keeps per-sequence sums; nothing is padded. A
 // sequence's embedding does not depend on what it is batched with: only the
 // order of some float sums may differ (about 1e-7 relative; the tests hold
-// it to 1e-5).
+// it to 1e-5; in bfloat16 such a difference may flip a stored value's last
+// bit, and the tests allow that).
 //
 // This header is LibTorch-free so that the service and the batcher's runner
 // can hold models without including LibTorch; the implementation
@@ -34,9 +35,13 @@
 
 namespace favor::model {
 
-// Element type of weights and activations on the device. Attention always
-// accumulates in float32 (server/attention); CPU models run in float32 only
-// (LibTorch's CPU half-precision GEMMs are slower than float32 ones).
+// Element type of the weights and of the vectors between layers. The
+// linear layers multiply in it; embedding sums, residual sums, norms,
+// attention and pooling run in float32 whatever it is. On the CPU, float32
+// or bfloat16: bfloat16 needs AVX512-BF16 or AMX-BF16 (LibTorch's bfloat16
+// products go through oneDNN, which emulates them slowly elsewhere), and
+// float16 has no fast CPU path. docs/performance.md says when to choose
+// which.
 enum class ComputeDType { kFloat32, kBFloat16, kFloat16 };
 
 // "float32", "bfloat16", "float16".
@@ -48,7 +53,10 @@ struct ModelOptions {
   // "cpu", "cuda" (device 0) or "cuda:N". CUDA needs a LibTorch built with
   // it and that device present; otherwise Load fails with INVALID_ARGUMENT.
   std::string device = "cpu";
-  // bfloat16 and float16 need a CUDA device.
+  // float16 needs a CUDA device; bfloat16 a CUDA device or a CPU with
+  // AVX512-BF16 or AMX-BF16 (FAILED_PRECONDITION naming the missing
+  // instruction sets otherwise). The default, float32, gives the same
+  // embeddings on every machine.
   ComputeDType dtype = ComputeDType::kFloat32;
   // Tokens per attention chunk of the linear kernels: extra memory per
   // (sequence, head) task is about chunk × (features + head size) floats.
@@ -62,7 +70,23 @@ struct ModelOptions {
   // fill the device, small enough to bound the intermediate activations of
   // a million-token input.
   int64_t gpu_block_tokens = 65536;
+  // Bytes of one attention pass's float32 Q, K, V and output: past it a
+  // layer's attention runs over groups of heads, one group's projections
+  // at a time, so that a long input's projections never exist whole (a
+  // 1M-token input of hidden size 256 would need 4 GiB for all of them;
+  // one head's take 1 GiB). 1 GiB keeps every head in one pass up to 256k
+  // tokens at that size, as fast as before groups existed.
+  int64_t max_attention_pass_bytes = int64_t{1} << 30;
+  // Rotary cos/sin tables (4·head_dim bytes per token) larger than this
+  // are made block by block instead of whole.
+  int64_t max_rotary_table_bytes = int64_t{64} << 20;
 };
+
+// Checks `options` as Load does, without loading anything: the sizes, the
+// device, and that the dtype runs on it (INVALID_ARGUMENT, or
+// FAILED_PRECONDITION naming the instruction sets a CPU lacks for
+// bfloat16). For start-up, before any model is read.
+absl::Status ValidateModelOptions(const ModelOptions& options);
 
 // Per-request choices; unset fields take the model's defaults (config.json's
 // "pooling" and "normalize").
@@ -151,7 +175,8 @@ class Model {
   // shape against the config (one message listing every problem), and
   // copies the weights to the device in the requested dtype. Errors name
   // the file and are INVALID_ARGUMENT (bad files or options), NOT_FOUND
-  // (missing files) or RESOURCE_EXHAUSTED (out of memory).
+  // (missing files), FAILED_PRECONDITION (a dtype this CPU cannot run, see
+  // ValidateModelOptions) or RESOURCE_EXHAUSTED (out of memory).
   static absl::StatusOr<std::unique_ptr<Model>> Load(
       const std::string& directory, const ModelOptions& options = {});
 

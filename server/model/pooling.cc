@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -15,18 +16,34 @@ at::Tensor AttentionPool(const at::Tensor& rows, const at::Tensor& query) {
   return at::mv(rows.t(), weights);
 }
 
+// Σ rows / n in float32. Rows in another dtype are widened a block at a
+// time: a float32 copy of a long sequence's rows would cost twice the
+// rows' own memory. Blocks start at the sequence's first row, so the sum
+// does not depend on the batch.
+at::Tensor MeanRows(const at::Tensor& rows) {
+  if (rows.scalar_type() == at::kFloat) return rows.mean(0);
+  constexpr int64_t kBlockRows = 4096;
+  at::Tensor sum = at::zeros({rows.size(1)}, rows.options().dtype(at::kFloat));
+  for (int64_t begin = 0; begin < rows.size(0); begin += kBlockRows) {
+    const int64_t count = std::min(kBlockRows, rows.size(0) - begin);
+    sum.add_(rows.narrow(0, begin, count).to(at::kFloat).sum(0));
+  }
+  return sum.div_(static_cast<double>(rows.size(0)));
+}
+
 }  // namespace
 
 PackedVectors Pool(const PackedVectors& vectors, Pooling pooling,
                    const at::Tensor& query) {
-  if (pooling == Pooling::kNone) return vectors;
+  if (pooling == Pooling::kNone) {
+    return {vectors.values.to(at::kFloat), vectors.offsets};
+  }
   const int64_t sequences = static_cast<int64_t>(vectors.offsets.size()) - 1;
   PackedVectors pooled;
-  pooled.values =
-      at::empty({sequences, vectors.values.size(1)}, vectors.values.options());
+  pooled.values = at::empty({sequences, vectors.values.size(1)},
+                            vectors.values.options().dtype(at::kFloat));
   pooled.offsets.resize(sequences + 1);
-  const at::Tensor q =
-      query.defined() ? query.to(vectors.values.scalar_type()) : query;
+  const at::Tensor q = query.defined() ? query.to(at::kFloat) : query;
   for (int64_t s = 0; s < sequences; ++s) {
     pooled.offsets[s + 1] = s + 1;
     const int64_t begin = vectors.offsets[s];
@@ -35,13 +52,13 @@ PackedVectors Pool(const PackedVectors& vectors, Pooling pooling,
     at::Tensor out = pooled.values[s];
     switch (pooling) {
       case Pooling::kMean:
-        out.copy_(rows.mean(0));
+        out.copy_(MeanRows(rows));
         break;
       case Pooling::kCls:
         out.copy_(rows[0]);
         break;
       case Pooling::kAttention:
-        out.copy_(AttentionPool(rows, q));
+        out.copy_(AttentionPool(rows.to(at::kFloat), q));
         break;
       case Pooling::kNone:
         break;

@@ -11,10 +11,11 @@
 
 namespace favor::model::internal {
 
-// Pools each sequence's rows of `vectors` (float32) into one row, or keeps
-// them all with Pooling::kNone. `query` is pooler.query (H), needed by
-// kAttention only. Every reduction is over one sequence's rows, so a
-// sequence's result does not depend on the others in the batch.
+// Pools each sequence's rows of `vectors` (float32 or bfloat16) into one
+// float32 row, or keeps them all (as float32) with Pooling::kNone. `query`
+// is pooler.query (H), needed by kAttention only. Every reduction runs in
+// float32 over one sequence's rows, so a sequence's result does not depend
+// on the others in the batch.
 PackedVectors Pool(const PackedVectors& vectors, Pooling pooling,
                    const at::Tensor& query);
 

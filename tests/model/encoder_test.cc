@@ -120,5 +120,41 @@ TEST_F(ModelTest, EveryNormAndPlacementGivesADistinctFiniteModel) {
   }
 }
 
+// ---- Memory bounds ----
+
+// Attention over one head at a time (a pass budget below one head) and
+// rotary rows made block by block give what whole passes and whole tables
+// give, for self-attention, cross-attention and ISAB layers alike.
+TEST_F(ModelTest, HeadGroupsAndRotaryRowsChangeNothing) {
+  for (const BlockType block :
+       {BlockType::kEncoder, BlockType::kCrossAttention, BlockType::kIsab}) {
+    ModelConfig config = SmallConfig();
+    config.block = block;
+    config.num_latents = block == BlockType::kCrossAttention ? 5 : 0;
+    config.num_inducing_points = block == BlockType::kIsab ? 3 : 0;
+    if (block == BlockType::kEncoder) {  // the others have no rotary
+      config.position_embedding_type = PositionEmbedding::kRotary;
+    }
+    const std::string name(NameOf(block));
+    ASSERT_NE(Make(config, name), nullptr);
+    ModelOptions bounded = SmallBlocks();
+    bounded.max_attention_pass_bytes = 1;
+    bounded.max_rotary_table_bytes = 0;
+    auto whole = Model::Load(dir_ + "/" + name, SmallBlocks());
+    auto parts = Model::Load(dir_ + "/" + name, bounded);
+    ASSERT_TRUE(whole.ok() && parts.ok());
+    const std::vector<int32_t> ids = Tokens(70, 3);
+    EmbedOptions none;
+    none.pooling = Pooling::kNone;
+    const Embeddings want = Alone(**whole, ids, none);
+    const Embeddings got = Alone(**parts, ids, none);
+    ASSERT_EQ(got.num_rows(), want.num_rows());
+    for (int64_t r = 0; r < want.num_rows(); ++r) {
+      EXPECT_LE(RelativeError(got.Row(r), want.Row(r)), 1e-5)
+          << name << ", row " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace favor::model

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# favor-model init / inspect / verify on a fresh model, on the default model
+# favor-model init / inspect / verify / compare on a fresh model, on the default model
 # (when the build generated it) and on corrupt models, which must fail with
 # exit status 1 and one clear line on stderr.
 # Usage: favor_model_cli_test.sh FAVOR_MODEL_BINARY DEFAULT_MODEL_DIR
@@ -105,6 +105,23 @@ for command in inspect verify; do
 done
 expect_error "device 'cuda:7' is not available" \
   "$cli" verify "$tmp/small" --device cuda:7
+expect_error "dtype float16 needs a CUDA device" \
+  "$cli" verify "$tmp/small" --dtype float16
+
+# bfloat16 on the CPU: verify reports the dtype, compare prints the cosines
+# (on the model and a peaked copy); refused, naming the instructions, on a
+# CPU without AVX512-BF16 or AMX-BF16.
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  "$cli" verify "$tmp/small" --dtype bfloat16 | grep -q 'bfloat16 on cpu' \
+    || fail "verify does not report bfloat16"
+  "$cli" compare "$tmp/small" --inputs 4 --max_tokens 64 >"$tmp/compare"
+  [[ $(grep -c 'cosine of the pooled embeddings: mean 0.99' "$tmp/compare") -eq 2 ]] \
+    || fail "compare printed $(cat "$tmp/compare")"
+  grep -q 'peaked copy (largest |logit| per layer: ' "$tmp/compare" \
+    || fail "compare made no peaked copy"
+else
+  expect_error "AVX512-BF16" "$cli" verify "$tmp/small" --dtype bfloat16
+fi
 
 # Usage errors exit 2.
 status=0

@@ -53,6 +53,23 @@ TEST(LayersTest, RotaryWritesThroughStridedViews) {
   EXPECT_FALSE(at::equal(qkv[1], before[1]));
 }
 
+// Past its byte budget, RotaryAngles makes rows from angle parts: the same
+// float32 values as the whole tables, up to a last-bit tie, at positions
+// up to a million, and from any starting row.
+TEST(LayersTest, RotaryRowsFromAnglePartsEqualTheWholeTables) {
+  const at::Tensor positions =
+      at::tensor({0, 1, 2, 1000, 999999, 1048575, 12345, 7}, at::kLong);
+  const RotaryAngles whole(positions, 64, 10000.0, int64_t{1} << 30);
+  const RotaryAngles parts(positions, 64, 10000.0, /*max_table_bytes=*/0);
+  for (const auto& [begin, count] :
+       {std::pair<int64_t, int64_t>{0, 8}, {2, 3}, {7, 1}}) {
+    const RotaryTables want = whole.Rows(begin, count);
+    const RotaryTables got = parts.Rows(begin, count);
+    EXPECT_LE((got.cos - want.cos).abs().max().item<float>(), 2e-7);
+    EXPECT_LE((got.sin - want.sin).abs().max().item<float>(), 2e-7);
+  }
+}
+
 TEST(LayersTest, ScaleNormIsScaleTimesUnitVector) {
   Norm norm;
   norm.type = NormType::kScaleNorm;

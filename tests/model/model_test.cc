@@ -278,7 +278,7 @@ TEST_F(ModelTest, LoadsTheTokenizerItsConfigNames) {
 TEST_F(ModelTest, OptionsTheMachineCannotHonourAreRefused) {
   ASSERT_NE(Make(SmallConfig()), nullptr);
   ModelOptions options;
-  options.dtype = ComputeDType::kBFloat16;
+  options.dtype = ComputeDType::kFloat16;
   EXPECT_THAT(
       std::string(Model::Load(dir_ + "/model", options).status().message()),
       HasSubstr("needs a CUDA device"));

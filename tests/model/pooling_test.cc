@@ -1,4 +1,8 @@
-// Pooling (pooling.cc) through Model::Embed.
+// Pooling (pooling.cc) through Model::Embed, and on bfloat16 vectors.
+#include "server/model/pooling.h"
+
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -127,6 +131,33 @@ TEST_F(ModelTest, TokenVectorsComeWithThePooledRowsOfTheSamePass) {
   EXPECT_EQ(both.token_vectors, tokens.values);
   EXPECT_TRUE(pooled.token_vectors.empty());
   EXPECT_TRUE(pooled.token_row_offsets.empty());
+}
+
+// bfloat16 vectors (a bfloat16 model's output) pool to float32, averaged
+// in float32 over blocks of rows: as the float64 mean of the same values,
+// for sequences shorter and longer than a block, and any pooling.
+TEST(PoolingTest, BFloat16RowsPoolInFloat32) {
+  internal::PackedVectors vectors;
+  vectors.values = at::randn({5000 + 3 + 1, 8}).to(at::kBFloat16);
+  vectors.offsets = {0, 5000, 5003, 5004};
+  const at::Tensor exact = vectors.values.to(at::kDouble);
+  const at::Tensor query = at::randn({8});
+  for (const Pooling pooling :
+       {Pooling::kMean, Pooling::kCls, Pooling::kAttention, Pooling::kNone}) {
+    const internal::PackedVectors pooled =
+        internal::Pool(vectors, pooling, query);
+    ASSERT_EQ(pooled.values.scalar_type(), at::kFloat) << NameOf(pooling);
+    if (pooling != Pooling::kMean) continue;
+    for (int s = 0; s < 3; ++s) {
+      const int64_t begin = vectors.offsets[s];
+      const at::Tensor want =
+          exact.narrow(0, begin, vectors.offsets[s + 1] - begin).mean(0);
+      EXPECT_LE(
+          (pooled.values[s].to(at::kDouble) - want).abs().max().item<double>(),
+          1e-6)
+          << "sequence " << s;
+    }
+  }
 }
 
 }  // namespace

@@ -5,9 +5,13 @@
 //                    --tokenizer FILE ...]
 //   favor-model inspect DIR
 //   favor-model verify DIR [--device cpu|cuda:N --dtype float32|...]
+//   favor-model compare DIR [--dtype bfloat16 --inputs N --max_tokens N
+//                       --peak_logits S]
 //
 // Every failure is one line on stderr, "favor-model <command>: <why>", and
 // exit status 1 (2 for a usage error).
+#include <unistd.h>
+
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -22,13 +26,16 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "server/attention/parallelism.h"
 #include "server/common/status_macros.h"
+#include "server/model/dtype_agreement.h"
 #include "server/model/model.h"
 #include "server/model/model_config.h"
 #include "server/model/model_tokenizer.h"
+#include "server/model/peaked_model.h"
 #include "server/model/random_model.h"
 #include "server/model/safetensors.h"
 #include "server/model/weight_layout.h"
@@ -77,11 +84,21 @@ ABSL_FLAG(std::string, tokenizer, "",
 // ---- verify
 ABSL_FLAG(std::string, device, "cpu", "verify: cpu, cuda or cuda:N");
 ABSL_FLAG(std::string, dtype, "float32",
-          "verify: float32, or on CUDA bfloat16 / float16");
+          "verify: float32, bfloat16 (CUDA, or a CPU with AVX512-BF16 or "
+          "AMX-BF16) or float16 (CUDA); compare: the dtype set against "
+          "float32 (float32 there means bfloat16)");
 ABSL_FLAG(int64_t, tokens, 512,
           "verify: length of the longest test sequence (capped by the "
           "model's max_sequence_length)");
-ABSL_FLAG(int32_t, threads, 0, "verify: CPU threads (0: one per core)");
+ABSL_FLAG(int32_t, threads, 0,
+          "verify, compare: CPU threads (0: one per core)");
+// ---- compare
+ABSL_FLAG(int64_t, inputs, 1000, "compare: number of inputs");
+ABSL_FLAG(int64_t, max_tokens, 8192,
+          "compare: longest input (lengths 1 to this, log-spaced)");
+ABSL_FLAG(double, peak_logits, 20.0,
+          "compare: also compare on a copy whose query and key weights are "
+          "scaled so that attention logits span about +-this (0: skip)");
 
 namespace favor::model {
 namespace {
@@ -280,6 +297,74 @@ absl::Status Verify(const std::string& directory) {
   return absl::OkStatus();
 }
 
+// The dtype `compare` sets against float32.
+absl::StatusOr<ModelOptions> CompareOptions() {
+  ModelOptions options;
+  options.device = absl::GetFlag(FLAGS_device);
+  ASSIGN_OR_RETURN(options.dtype,
+                   ParseComputeDType(absl::GetFlag(FLAGS_dtype)));
+  if (options.dtype == ComputeDType::kFloat32) {
+    options.dtype = ComputeDType::kBFloat16;
+  }
+  return options;
+}
+
+// Compares the model in `directory` in float32 and in options.dtype.
+absl::Status CompareOne(const std::string& directory, const std::string& what,
+                        const ModelOptions& options) {
+  ModelOptions float32 = options;
+  float32.dtype = ComputeDType::kFloat32;
+  ASSIGN_OR_RETURN(const std::unique_ptr<Model> reference,
+                   Model::Load(directory, float32));
+  ASSIGN_OR_RETURN(const std::unique_ptr<Model> candidate,
+                   Model::Load(directory, options));
+  AgreementOptions agreement_options;
+  agreement_options.num_inputs = absl::GetFlag(FLAGS_inputs);
+  agreement_options.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  ASSIGN_OR_RETURN(const Agreement a, CompareEmbeddings(*reference, *candidate,
+                                                        agreement_options));
+  const std::string dtype(NameOf(options.dtype));
+  const double tokens = static_cast<double>(a.num_tokens);
+  std::printf("%s, %s against float32 on %s: %" PRId64 " inputs, %" PRId64
+              " tokens\n  cosine of the pooled embeddings: mean %.6f, min %.6f "
+              "(an input of %" PRId64
+              " tokens)\n  tokens/s: float32 %.0f, %s %.0f "
+              "(%.2fx)\n",
+              what.c_str(), dtype.c_str(), options.device.c_str(), a.num_inputs,
+              a.num_tokens, a.mean_cosine, a.min_cosine, a.min_cosine_length,
+              tokens / a.reference_seconds, dtype.c_str(),
+              tokens / a.candidate_seconds,
+              a.reference_seconds / a.candidate_seconds);
+  return absl::OkStatus();
+}
+
+absl::Status Compare(const std::string& directory) {
+  attention::ConfigureCpuParallelism({absl::GetFlag(FLAGS_threads)});
+  ASSIGN_OR_RETURN(const ModelOptions options, CompareOptions());
+  RETURN_IF_ERROR(CompareOne(directory, "model " + directory, options));
+  const double span = absl::GetFlag(FLAGS_peak_logits);
+  if (span <= 0) return absl::OkStatus();
+  const std::string peaked = (std::filesystem::temp_directory_path() /
+                              absl::StrCat("favor_model_peaked_", getpid()))
+                                 .string();
+  PeakedModelOptions peaked_options;
+  peaked_options.logit_span = span;
+  absl::StatusOr<std::vector<double>> spans =
+      WritePeakedModel(directory, peaked, peaked_options);
+  absl::Status status = spans.status();
+  if (status.ok()) {
+    std::vector<std::string> listed;
+    for (const double s : *spans) listed.push_back(absl::StrFormat("%.1f", s));
+    status =
+        CompareOne(peaked,
+                   absl::StrCat("its peaked copy (largest |logit| per layer: ",
+                                absl::StrJoin(listed, ", "), ")"),
+                   options);
+  }
+  std::filesystem::remove_all(peaked);
+  return status;
+}
+
 int Run(const std::vector<char*>& args) {
   const std::string command = args.size() > 1 ? args[1] : "";
   absl::Status status;
@@ -289,6 +374,8 @@ int Run(const std::vector<char*>& args) {
     status = Inspect(args[2]);
   } else if (command == "verify" && args.size() == 3) {
     status = Verify(args[2]);
+  } else if (command == "compare" && args.size() == 3) {
+    status = Compare(args[2]);
   } else {
     std::fprintf(stderr, "%s\n",
                  std::string(absl::ProgramUsageMessage()).c_str());
@@ -308,6 +395,7 @@ int main(int argc, char** argv) {
       "usage: favor-model init --output DIR [--layers N --hidden H ...]\n"
       "       favor-model inspect DIR\n"
       "       favor-model verify DIR [--device cpu|cuda:N --dtype ...]\n"
+      "       favor-model compare DIR [--dtype bfloat16 --inputs N ...]\n"
       "(--help lists every flag)");
   return favor::model::Run(absl::ParseCommandLine(argc, argv));
 }

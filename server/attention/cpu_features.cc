@@ -1,0 +1,114 @@
+#include "server/attention/cpu_features.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#define FAVOR_HAVE_CPUID 1
+#endif
+
+namespace favor::attention::cpu {
+namespace {
+
+#ifdef FAVOR_HAVE_CPUID
+bool Bit(unsigned value, int bit) { return ((value >> bit) & 1u) != 0; }
+
+// XCR0: which register states the operating system saves on a context
+// switch. An instruction set whose registers it does not save is unusable
+// even when CPUID lists it.
+uint64_t EnabledRegisterStates() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !Bit(ecx, 27)) return 0;
+  uint32_t low = 0, high = 0;
+  __asm__ volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+  return (uint64_t{high} << 32) | low;
+}
+
+CpuFeatures Detect() {
+  CpuFeatures features;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return features;
+  const unsigned max_subleaf = eax;
+  const uint64_t states = EnabledRegisterStates();
+  // SSE, AVX, opmask, the upper halves of zmm0-15 and zmm16-31.
+  const bool os_avx512 = (states & 0xE6) == 0xE6;
+  const bool os_amx = (states & (uint64_t{3} << 17)) == (uint64_t{3} << 17);
+  features.avx512f = os_avx512 && Bit(ebx, 16);
+  features.avx512bw = os_avx512 && Bit(ebx, 30);
+  features.avx512vl = os_avx512 && Bit(ebx, 31);
+  features.avx512_vnni = os_avx512 && Bit(ecx, 11);
+  features.amx_bf16 = os_amx && Bit(edx, 22);
+  if (max_subleaf >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    features.avx512_bf16 = os_avx512 && Bit(eax, 5);
+  }
+  return features;
+}
+#else
+CpuFeatures Detect() { return {}; }
+#endif
+
+struct Override {
+  absl::Mutex mutex;
+  std::optional<CpuFeatures> features ABSL_GUARDED_BY(mutex);
+};
+
+Override& TheOverride() {
+  static auto* override_state = new Override();
+  return *override_state;
+}
+
+}  // namespace
+
+CpuFeatures CurrentCpuFeatures() {
+  {
+    Override& state = TheOverride();
+    absl::MutexLock lock(&state.mutex);
+    if (state.features.has_value()) return *state.features;
+  }
+  return DetectedCpuFeatures();
+}
+
+CpuFeatures DetectedCpuFeatures() {
+  static const CpuFeatures detected = Detect();
+  return detected;
+}
+
+void SetCpuFeaturesForTesting(std::optional<CpuFeatures> features) {
+  Override& state = TheOverride();
+  absl::MutexLock lock(&state.mutex);
+  state.features = features;
+}
+
+bool HasFastBFloat16(const CpuFeatures& features) {
+  const bool avx512 =
+      features.avx512f && features.avx512bw && features.avx512vl;
+  return (avx512 && features.avx512_bf16) || features.amx_bf16;
+}
+
+absl::Status CheckBFloat16Support() {
+  const CpuFeatures features = CurrentCpuFeatures();
+  if (HasFastBFloat16(features)) return absl::OkStatus();
+  std::vector<std::string> missing;
+  const std::pair<bool, const char*> sets[] = {
+      {features.avx512_bf16, "AVX512-BF16"}, {features.avx512f, "AVX512F"},
+      {features.avx512bw, "AVX512BW"},       {features.avx512vl, "AVX512VL"},
+      {features.amx_bf16, "AMX-BF16"},
+  };
+  for (const auto& [present, name] : sets) {
+    if (!present) missing.push_back(name);
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "bfloat16 on the CPU needs AVX512-BF16 (with AVX512F, AVX512BW, "
+      "AVX512VL) or AMX-BF16, and this CPU lacks ",
+      absl::StrJoin(missing, ", "),
+      "; without them bfloat16 would be emulated, slower than float32 "
+      "(use --dtype=float32)"));
+}
+
+}  // namespace favor::attention::cpu
