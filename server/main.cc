@@ -245,9 +245,11 @@ absl::StatusOr<std::unique_ptr<favor::metrics::Metrics>> NewMetrics(
   ASSIGN_OR_RETURN(auto metrics, favor::metrics::Metrics::Create(options));
   for (const favor::model::Model* model : models) {
     metrics->SetModelInfo(
-        model->name(), model->config().version,
-        favor::attention::KernelName(model->config().attention.kernel),
-        model->description().device);
+        {model->name(), model->config().version,
+         std::string(
+             favor::attention::KernelName(model->config().attention.kernel)),
+         model->description().device,
+         std::string(favor::model::NameOf(model->description().dtype))});
   }
   return metrics;
 }

@@ -177,6 +177,7 @@ nlohmann::json ModelInfoToJson(const ModelInfo& model) {
           {"version", model.version},
           {"is_default", model.is_default},
           {"devices", model.devices},
+          {"dtype", model.dtype},
           {"config", ConfigToJson(model.config)},
           {"limits", LimitsToJson(model.limits)}};
 }

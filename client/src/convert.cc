@@ -266,6 +266,7 @@ ModelInfo FromProto(const v1::ModelInfo& proto) {
   info.config = FromProto(proto.config());
   info.limits = FromProto(proto.limits());
   info.devices.assign(proto.devices().begin(), proto.devices().end());
+  info.dtype = proto.dtype();
   return info;
 }
 

@@ -42,7 +42,7 @@ inline constexpr absl::string_view kQueueDepth = "favor_queue_depth";
 // Calls the server has started and not yet answered: {method}.
 inline constexpr absl::string_view kRequestsInFlight =
     "favor_requests_in_flight";
-// Always 1; its labels carry the facts: {model, version, kernel, device}.
+// Always 1; its labels carry the facts: {model, version, kernel, device, dtype}.
 inline constexpr absl::string_view kModelInfo = "favor_model_info";
 
 // ---- Counters ----
@@ -60,6 +60,7 @@ inline constexpr absl::string_view kCodeLabel = "code";
 inline constexpr absl::string_view kVersionLabel = "version";
 inline constexpr absl::string_view kKernelLabel = "kernel";
 inline constexpr absl::string_view kDeviceLabel = "device";
+inline constexpr absl::string_view kDtypeLabel = "dtype";
 
 // ---- Label values that keep the label sets bounded ----
 // `model` of calls that use no model (Attend, ListModels) or name none.

@@ -23,9 +23,7 @@ class NoopMetrics final : public Metrics {
   }
   void SetQueueDepth(absl::string_view model, int64_t num_requests) override {}
   void AddTokens(absl::string_view model, int64_t num_tokens) override {}
-  void SetModelInfo(absl::string_view model, absl::string_view version,
-                    absl::string_view kernel,
-                    absl::string_view device) override {}
+  void SetModelInfo(const ModelInfoLabels& info) override {}
   std::string SerializeText() const override { return ""; }
 
  private:

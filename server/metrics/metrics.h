@@ -110,11 +110,17 @@ class Metrics {
   virtual void SetQueueDepth(absl::string_view model, int64_t num_requests) = 0;
   // Tokens computed successfully.
   virtual void AddTokens(absl::string_view model, int64_t num_tokens) = 0;
-  // Publishes favor_model_info{model, version, kernel, device} = 1,
+  // What favor_model_info says of one model.
+  struct ModelInfoLabels {
+    std::string model;
+    std::string version;
+    std::string kernel;  // attention kernel name ("favor+")
+    std::string device;  // "cpu", "cuda:0"
+    std::string dtype;   // compute dtype ("float32", "bfloat16")
+  };
+  // Publishes favor_model_info{model, version, kernel, device, dtype} = 1,
   // replacing the model's earlier info series. Not for the request path.
-  virtual void SetModelInfo(absl::string_view model, absl::string_view version,
-                            absl::string_view kernel,
-                            absl::string_view device) = 0;
+  virtual void SetModelInfo(const ModelInfoLabels& info) = 0;
 
   // Counts a call in favor_requests_in_flight{method} while it lives.
   class InFlightGuard {

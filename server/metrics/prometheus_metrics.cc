@@ -364,20 +364,18 @@ void PrometheusMetrics::AddTokens(absl::string_view model, int64_t num_tokens) {
   SeriesOf(model).tokens_processed->Increment(static_cast<double>(num_tokens));
 }
 
-void PrometheusMetrics::SetModelInfo(absl::string_view model,
-                                     absl::string_view version,
-                                     absl::string_view kernel,
-                                     absl::string_view device) {
-  const std::string& label = SeriesOf(model).label;
+void PrometheusMetrics::SetModelInfo(const ModelInfoLabels& info) {
+  const std::string& label = SeriesOf(info.model).label;
   if (label == kNoModel || label == kOtherLabelValue) {
-    LOG(WARNING) << "metrics: no model info for unregistered model \"" << model
-                 << "\"";
+    LOG(WARNING) << "metrics: no model info for unregistered model \""
+                 << info.model << "\"";
     return;
   }
   const prometheus::Labels labels{{Text(kModelLabel), label},
-                                  {Text(kVersionLabel), Text(version)},
-                                  {Text(kKernelLabel), Text(kernel)},
-                                  {Text(kDeviceLabel), Text(device)}};
+                                  {Text(kVersionLabel), Text(info.version)},
+                                  {Text(kKernelLabel), Text(info.kernel)},
+                                  {Text(kDeviceLabel), Text(info.device)},
+                                  {Text(kDtypeLabel), Text(info.dtype)}};
   absl::MutexLock lock(&model_info_mutex_);
   try {
     auto it = model_info_.find(label);

@@ -51,9 +51,7 @@ class PrometheusMetrics final : public Metrics {
   void RecordInputLength(absl::string_view model, int64_t num_tokens) override;
   void SetQueueDepth(absl::string_view model, int64_t num_requests) override;
   void AddTokens(absl::string_view model, int64_t num_tokens) override;
-  void SetModelInfo(absl::string_view model, absl::string_view version,
-                    absl::string_view kernel,
-                    absl::string_view device) override;
+  void SetModelInfo(const ModelInfoLabels& info) override;
   std::string SerializeText() const override;
 
   // Implementation details follow.

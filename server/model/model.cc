@@ -148,9 +148,9 @@ absl::StatusOr<Embeddings> TorchModel::Embed(
   });
 }
 
-// `rows` (float32, any device) into `out`, row-major.
+// `rows` (any float dtype, any device) into `out` as float32, row-major.
 void CopyToHost(const at::Tensor& rows, std::vector<float>* out) {
-  const at::Tensor host = rows.to(at::kCPU).contiguous();
+  const at::Tensor host = rows.to(at::kCPU, at::kFloat).contiguous();
   out->resize(host.numel());
   std::memcpy(out->data(), host.data_ptr<float>(),
               host.numel() * sizeof(float));
@@ -168,16 +168,16 @@ absl::StatusOr<Embeddings> TorchModel::Compute(
                    encoder_.Forward(ids.to(device_), offsets));
   PackedVectors pooled =  // float32, whatever the model's dtype
       internal::Pool(vectors, pooling, encoder_.weights().pooler_query);
-  vectors = {};
-  if (normalize) internal::NormalizeRows(pooled.values);
   Embeddings embeddings;
-  embeddings.dim = pooled.values.size(1);
-  embeddings.row_offsets = std::move(pooled.offsets);
-  CopyToHost(pooled.values, &embeddings.values);
   if (include_token_vectors && pooling != Pooling::kNone) {
     embeddings.token_row_offsets = std::move(vectors.offsets);
     CopyToHost(vectors.values, &embeddings.token_vectors);
   }
+  vectors = {};  // freed before the pooled rows are copied out
+  if (normalize) internal::NormalizeRows(pooled.values);
+  embeddings.dim = pooled.values.size(1);
+  embeddings.row_offsets = std::move(pooled.offsets);
+  CopyToHost(pooled.values, &embeddings.values);
   return embeddings;
 }
 

@@ -180,12 +180,17 @@ absl::StatusOr<std::vector<double>> WritePeakedModel(
       SafetensorsFile::Open(source_directory + "/model.safetensors"));
   std::error_code error;
   std::filesystem::create_directories(output_directory, error);
-  std::filesystem::copy_file(
-      source_directory + "/config.json", output_directory + "/config.json",
-      std::filesystem::copy_options::overwrite_existing, error);
-  if (error) {
-    return absl::InternalError(absl::StrCat(
-        "copying config.json to ", output_directory, ": ", error.message()));
+  // The config, and the tokenizer file it names (if any), unchanged.
+  for (const std::string& name :
+       {std::string("config.json"), config.tokenizer.file}) {
+    if (name.empty()) continue;
+    std::filesystem::copy_file(
+        source_directory + "/" + name, output_directory + "/" + name,
+        std::filesystem::copy_options::overwrite_existing, error);
+    if (error) {
+      return absl::InternalError(absl::StrCat(
+          "copying ", name, " to ", output_directory, ": ", error.message()));
+    }
   }
   RETURN_IF_ERROR(WriteScaledCopy(*file, config, scales,
                                   output_directory + "/model.safetensors"));

@@ -111,6 +111,7 @@ v1::ModelInfo DescribeModel(const model::ModelDescription& model,
   limits->set_max_text_bytes_per_call(call_limits.max_text_bytes_per_call);
   limits->set_max_spans_per_input(call_limits.max_spans_per_input);
   info.add_devices(model.device);
+  info.set_dtype(std::string(model::NameOf(model.dtype)));
   return info;
 }
 

@@ -189,6 +189,7 @@ void ExpectFakeModelInfo(const absl::StatusOr<ModelInfo>& info) {
             FavorService::Options().max_inputs_per_call);
   EXPECT_EQ(info->limits.max_tokens_per_input, 64);
   EXPECT_THAT(info->devices, ElementsAre("cpu"));
+  EXPECT_EQ(info->dtype, "float32");
 }
 
 TEST_F(ClientTest, GetModelInEveryForm) {

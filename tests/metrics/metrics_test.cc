@@ -26,7 +26,7 @@ TEST(NoopMetricsTest, RecordsNothingAndServesNothing) {
   metrics->RecordInputLength("bert", 10);
   metrics->SetQueueDepth("bert", 3);
   metrics->AddTokens("bert", 20);
-  metrics->SetModelInfo("bert", "v1", "favor+", "cpu");
+  metrics->SetModelInfo({"bert", "v1", "favor+", "cpu", "float32"});
   { const Metrics::InFlightGuard guard = metrics->TrackInFlight("Embed"); }
   EXPECT_EQ(metrics->SerializeText(), "");
   EXPECT_EQ(metrics->port(), 0);
@@ -45,8 +45,7 @@ class InFlightLog final : public Metrics {
   void RecordInputLength(absl::string_view, int64_t) override {}
   void SetQueueDepth(absl::string_view, int64_t) override {}
   void AddTokens(absl::string_view, int64_t) override {}
-  void SetModelInfo(absl::string_view, absl::string_view, absl::string_view,
-                    absl::string_view) override {}
+  void SetModelInfo(const ModelInfoLabels&) override {}
   std::string SerializeText() const override { return ""; }
 
   std::vector<std::string> started;

@@ -71,7 +71,7 @@ void RecordSomeTraffic(Metrics& metrics) {
   metrics.RecordInputLength("bert", 70);
   metrics.SetQueueDepth("bert", 3);
   metrics.AddTokens("bert", 100);
-  metrics.SetModelInfo("bert", "v1", "favor+", "cpu");
+  metrics.SetModelInfo({"bert", "v1", "favor+", "cpu", "float32"});
 }
 
 void ExpectEveryFamily(const std::string& text) {
@@ -176,7 +176,8 @@ TEST(MetricsTest, PerModelFamiliesHaveTheirValues) {
                          {{"model", "bert"},
                           {"version", "v1"},
                           {"kernel", "favor+"},
-                          {"device", "cpu"}}),
+                          {"device", "cpu"},
+                          {"dtype", "float32"}}),
               Optional(1.0));
 }
 
@@ -235,16 +236,18 @@ TEST(MetricsTest, OnlyOkSeriesOfServedModelsBeforeTheFirstRequest) {
 TEST(MetricsTest, ModelInfoReplacesTheEarlierVersion) {
   std::unique_ptr<Metrics> metrics = CreateOrDie(OfflineOptions());
   ASSERT_NE(metrics, nullptr);
-  metrics->SetModelInfo("bert", "v1", "favor+", "cpu");
-  metrics->SetModelInfo("bert", "v2", "favor+", "cuda:0");
-  metrics->SetModelInfo("unknown", "v9", "relu", "cpu");  // not registered
+  metrics->SetModelInfo({"bert", "v1", "favor+", "cpu", "float32"});
+  metrics->SetModelInfo({"bert", "v2", "favor+", "cuda:0", "bfloat16"});
+  metrics->SetModelInfo(
+      {"unknown", "v9", "relu", "cpu", "float32"});  // not registered
   const std::string text = metrics->SerializeText();
   EXPECT_EQ(scrape::CountSamples(text, Name(kModelInfo)), 1);
   EXPECT_THAT(FindSample(text, Name(kModelInfo),
                          {{"model", "bert"},
                           {"version", "v2"},
                           {"kernel", "favor+"},
-                          {"device", "cuda:0"}}),
+                          {"device", "cuda:0"},
+                          {"dtype", "bfloat16"}}),
               Optional(1.0));
 }
 

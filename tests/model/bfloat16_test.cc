@@ -208,6 +208,7 @@ TEST_F(BFloat16Test, SharpPeakedExactModelKeepsItsEmbeddings) {
   ModelConfig config =
       *LoadModelConfig(std::string(FAVOR_DEFAULT_MODEL_DIR) + "/config.json");
   config.attention.kernel = attention::Kernel::kSoftmaxExact;
+  config.tokenizer = {};  // token ids only: the folder holds no tokenizer
   RandomModelOptions sharp;
   sharp.init_std = 0.1;
   ASSERT_TRUE(WriteRandomModel(config, dir_ + "/sharp", sharp).ok());

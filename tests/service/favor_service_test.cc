@@ -349,6 +349,7 @@ TEST_F(FakeServiceTest, ModelsAndTheirLimits) {
   EXPECT_EQ(info.limits().max_tokens_per_call(), 100);
   EXPECT_EQ(info.limits().max_tokens_per_batch(), 777);
   EXPECT_THAT(info.devices(), ::testing::ElementsAre("cpu"));
+  EXPECT_EQ(info.dtype(), "float32");
   grpc::ClientContext get_context;
   v1::GetModelRequest get;
   v1::GetModelResponse got;

@@ -101,6 +101,8 @@ struct ModelInfo {
   ModelLimits limits;
   // Devices it runs on ("cpu", "cuda:0", ...).
   std::vector<std::string> devices;
+  // The dtype its encoder computes in ("float32", "bfloat16", "float16").
+  std::string dtype;
 };
 
 // The answer to ListModels.
