@@ -25,6 +25,8 @@ serve: build
 bench: build
 	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/attention_bench --benchmark_repetitions=5 --benchmark_display_aggregates_only=true
 	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/model_bench --benchmark_repetitions=3
+	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/gemm_bf16_bench --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
+	@$(BUILD_DIR)/bench/tokenizer_bench --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
 
 # The container image (Dockerfile; docs/container.md), with podman (which
 # make deps installs) or: docker build -t favor . In a sandbox without
