@@ -107,6 +107,39 @@ HeadGroup InBFloat16(const HeadGroup& group) {
   return half;
 }
 
+// A range's key sums by the definition, in double: the shift (the largest
+// u of a kept key), Σφ(k)[v | 1]ᵀ with that shift and Σ[v | 1].
+struct KeyDefinition {
+  double shift;
+  at::Tensor sums, value_sums;
+};
+KeyDefinition DefineKeySums(const FeatureContext& context,
+                            const HeadGroup& group, int64_t begin,
+                            int64_t end) {
+  const Projected keys = Project(context, group.key);
+  const at::Tensor u = keys.u.slice(0, begin, end);
+  const at::Tensor v = KeptValuesWithOnes(group).slice(0, begin, end);
+  at::Tensor kept = at::ones({end - begin, 1}, at::kBool);
+  if (group.keep.defined()) kept = group.keep.slice(0, begin, end).unsqueeze(1);
+  const double shift =
+      u.masked_fill(kept.logical_not(), -1e300).max().item<double>();
+  const at::Tensor phi =
+      (u - keys.half_norm.slice(0, begin, end) - shift).exp() *
+      kept.to(at::kDouble);
+  return {shift, at::matmul(phi.t(), v), v.sum(0)};
+}
+
+// Every query's output by the definition given the query state, in double.
+at::Tensor DefineOutputs(const FeatureContext& context, const HeadGroup& group,
+                         const at::Tensor& state) {
+  const Projected queries = Project(context, group.query);
+  const at::Tensor row_max = std::get<0>(queries.u.max(-1, true));
+  const at::Tensor phi =
+      (queries.u - queries.half_norm - row_max).exp() + kEpsilon;
+  const at::Tensor both = at::matmul(phi, state[0].to(at::kDouble));
+  return both.narrow(1, 0, kValueDim) / both.narrow(1, kValueDim, 1);
+}
+
 class FavorCpuPathTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { cpu::SetFastGemmEnabled(GetParam()); }
@@ -120,27 +153,20 @@ TEST_P(FavorCpuPathTest, KeySumsMatchTheDefinitionOnAnyRange) {
       const FeatureContext context =
           Context(kernel, kind == Keys::kGrowing ? 64 : 16);
       const HeadGroup group = Group(context, kind);
-      const bool with_mask = kind == Keys::kMasked;
       const int64_t begin = 7, end = kTokens - 5;
       const KeyState state =
           AccumulateKeysFavorCpu(context, SmallSteps(), group, begin, end);
-      const Projected keys = Project(context, group.key);
-      const at::Tensor u = keys.u.slice(0, begin, end);
-      const at::Tensor half_norm = keys.half_norm.slice(0, begin, end);
-      const at::Tensor v = KeptValuesWithOnes(group).slice(0, begin, end);
-      at::Tensor kept = at::ones({end - begin, 1}, at::kBool);
-      if (with_mask) kept = group.keep.slice(0, begin, end).unsqueeze(1);
-      const double shift =
-          u.masked_fill(kept.logical_not(), -1e300).max().item<double>();
-      const at::Tensor phi =
-          (u - half_norm - shift).exp() * kept.to(at::kDouble);
+      const KeyDefinition expected = DefineKeySums(context, group, begin, end);
+      const double shift = expected.shift;
       // FAVOR++'s logits carry one more float rounding (B·u + A‖ω‖²), up
       // to 2^-24 of their size, about 92 here.
       const double shift_bound =
           kernel == Kernel::kFavorPositive ? 1e-5 : 1e-5 + 6e-8 * shift;
       EXPECT_NEAR(state.shift.item<double>(), shift, shift_bound);
-      EXPECT_LT(MaxRelativeError(state.sums[0], at::matmul(phi.t(), v)), 1e-5);
-      EXPECT_LT(MaxRelativeError(state.value_sums.view({-1}), v.sum(0)), 1e-6);
+      EXPECT_LT(MaxRelativeError(state.sums[0], expected.sums), 1e-5);
+      EXPECT_LT(
+          MaxRelativeError(state.value_sums.view({-1}), expected.value_sums),
+          1e-6);
     }
 }
 
@@ -152,13 +178,7 @@ TEST_P(FavorCpuPathTest, QueriesMatchTheDefinition) {
     const at::Tensor state = at::rand({1, kFeatures, kValueDim + 1}) + 0.1;
     const int64_t begin = 3, end = kTokens - 9;
     QueriesFavorCpu(context, SmallSteps(), group, state, begin, end);
-    const Projected queries = Project(context, group.query);
-    const at::Tensor row_max = std::get<0>(queries.u.max(-1, true));
-    const at::Tensor phi =
-        (queries.u - queries.half_norm - row_max).exp() + kEpsilon;
-    const at::Tensor both = at::matmul(phi, state[0].to(at::kDouble));
-    const at::Tensor expected =
-        both.narrow(1, 0, kValueDim) / both.narrow(1, kValueDim, 1);
+    const at::Tensor expected = DefineOutputs(context, group, state);
     EXPECT_LT(MaxRelativeError(group.out[0].slice(0, begin, end),
                                expected.slice(0, begin, end)),
               1e-5);
@@ -227,25 +247,17 @@ TEST_F(FavorCpuPathBF16Test, KeySumsMatchTheDefinitionOnAnyRange) {
       const int64_t begin = 7, end = kTokens - 5;
       const KeyState state =
           AccumulateKeysFavorCpu(context, SmallSteps(), group, begin, end);
-      const Projected keys = Project(context, group.key);
-      const at::Tensor u = keys.u.slice(0, begin, end);
-      const at::Tensor v = KeptValuesWithOnes(group).slice(0, begin, end);
-      at::Tensor kept = at::ones({end - begin, 1}, at::kBool);
-      if (kind == Keys::kMasked) {
-        kept = group.keep.slice(0, begin, end).unsqueeze(1);
-      }
-      const double shift =
-          u.masked_fill(kept.logical_not(), -1e300).max().item<double>();
-      const at::Tensor phi =
-          (u - keys.half_norm.slice(0, begin, end) - shift).exp() *
-          kept.to(at::kDouble);
+      const KeyDefinition expected = DefineKeySums(context, group, begin, end);
+      const double shift = expected.shift;
       EXPECT_NEAR(state.shift.item<double>(), shift,
                   std::ldexp(std::abs(shift) + 1.0, -8));
       // Settled on the path's own shift, as the outputs use them.
       const at::Tensor settled = state.sums[0].to(at::kDouble) *
                                  std::exp(state.shift.item<double>() - shift);
-      EXPECT_LT(MaxRelativeError(settled, at::matmul(phi.t(), v)), 2e-2);
-      EXPECT_LT(MaxRelativeError(state.value_sums.view({-1}), v.sum(0)), 1e-6);
+      EXPECT_LT(MaxRelativeError(settled, expected.sums), 2e-2);
+      EXPECT_LT(
+          MaxRelativeError(state.value_sums.view({-1}), expected.value_sums),
+          1e-6);
     }
 }
 
@@ -257,13 +269,7 @@ TEST_F(FavorCpuPathBF16Test, QueriesMatchTheDefinition) {
     const at::Tensor state = at::rand({1, kFeatures, kValueDim + 1}) + 0.1;
     const int64_t begin = 3, end = kTokens - 9;
     QueriesFavorCpu(context, SmallSteps(), group, state, begin, end);
-    const Projected queries = Project(context, group.query);
-    const at::Tensor row_max = std::get<0>(queries.u.max(-1, true));
-    const at::Tensor phi =
-        (queries.u - queries.half_norm - row_max).exp() + kEpsilon;
-    const at::Tensor both = at::matmul(phi, state[0].to(at::kDouble));
-    const at::Tensor expected =
-        both.narrow(1, 0, kValueDim) / both.narrow(1, kValueDim, 1);
+    const at::Tensor expected = DefineOutputs(context, group, state);
     EXPECT_LT(MaxRelativeError(group.out[0].slice(0, begin, end),
                                expected.slice(0, begin, end)),
               2e-2);
