@@ -1,8 +1,8 @@
 // Attention kernels on the CPU: exact softmax against FAVOR+ (non-causal and
 // causal) and FAVOR++ (non-causal) at growing lengths, 4 heads, d = 64, m =
 // 256, batch 1, with an sgemm row as the machine's ceiling, measured in the
-// same run. Prints the Google Benchmark table, then the targets of
-// docs/performance.md as ratios.
+// same run; and FAVOR+ and FAVOR++ on bfloat16 Q, K, V (issue 14). Prints the
+// Google Benchmark table, then the targets of docs/performance.md as ratios.
 //
 //   build/bench/attention_bench [--benchmark_filter=...]
 #include <ATen/ATen.h>
@@ -23,6 +23,7 @@
 #include "server/attention/attention.h"
 #include "server/attention/cpu_allocator.h"
 #include "server/attention/cpu_gemm.h"
+#include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/parallelism.h"
 #include "server/attention/projection.h"
 
@@ -104,17 +105,20 @@ double SgemmRateNow(int repeats) {
   return 2.0 * 2048 * 2048 * 2048 / best;
 }
 
-// Random (1, kHeads, length, kDim) inputs on the bench device.
-at::Tensor BenchInput(int64_t length) {
+// Random (1, kHeads, length, kDim) inputs on the bench device, in `dtype`
+// (as a bfloat16 model's projections hand them over).
+at::Tensor BenchInput(int64_t length, at::ScalarType dtype) {
   return at::randn({1, kHeads, length, kDim},
-                   at::TensorOptions().device(BenchDevice()));
+                   at::TensorOptions().device(BenchDevice()))
+      .to(dtype);
 }
 
-void RunAttention(benchmark::State& state, Kernel kernel, bool causal) {
+void RunAttention(benchmark::State& state, Kernel kernel, bool causal,
+                  at::ScalarType dtype = at::kFloat) {
   const int64_t length = state.range(0);
   at::manual_seed(0);
-  const at::Tensor q = BenchInput(length), k = BenchInput(length),
-                   v = BenchInput(length);
+  const at::Tensor q = BenchInput(length, dtype), k = BenchInput(length, dtype),
+                   v = BenchInput(length, dtype);
   ProjectionOptions projection_options;
   projection_options.num_features = kFeatures;
   projection_options.head_dim = kDim;
@@ -189,6 +193,14 @@ void FavorCausal(benchmark::State& state) {
 }
 void FavorPlusPlus(benchmark::State& state) {
   RunAttention(state, Kernel::kFavorPlusPlus, false);
+}
+// bfloat16 Q, K, V: the fused path's products on cpu::GemmBF16 where the
+// CPU has AVX512-BF16 (else LibTorch's path, as the start-up line says).
+void FavorBF16(benchmark::State& state) {
+  RunAttention(state, Kernel::kFavorPositive, false, at::kBFloat16);
+}
+void FavorPlusPlusBF16(benchmark::State& state) {
+  RunAttention(state, Kernel::kFavorPlusPlus, false, at::kBFloat16);
 }
 
 // FAVOR+'s four products alone on one core, over 16k tokens of one head in
@@ -329,6 +341,12 @@ BENCHMARK(FavorCausal)->Apply([](auto* b) {
 BENCHMARK(FavorPlusPlus)->Apply([](auto* b) {
   Configure(b)->RangeMultiplier(4)->Range(1 << 10, 1 << 16);
 });
+BENCHMARK(FavorBF16)->Apply([](auto* b) {
+  Configure(b)->RangeMultiplier(4)->Range(1 << 10, 1 << 16);
+});
+BENCHMARK(FavorPlusPlusBF16)->Apply([](auto* b) {
+  Configure(b)->Arg(1 << 14);
+});
 
 void PrintTargets() {
   const auto seconds = [](const std::string& name) {
@@ -374,6 +392,10 @@ void PrintTargets() {
   row("FAVOR++ / FAVOR+ time at L=16384",
       ratio(seconds("FavorPlusPlus/16384"), seconds("Favor/16384")), 1.10,
       false);
+  // Issue 14: bfloat16 FAVOR+ at least 1.6× float32's speed.
+  row("FAVOR+ bf16 / fp32 time at L=16384",
+      ratio(seconds("FavorBF16/16384"), seconds("Favor/16384")), 1 / 1.6,
+      false);
 }
 
 }  // namespace
@@ -407,9 +429,12 @@ int main(int argc, char** argv) {
                  favor::attention::HugePageAllocatorState::kInstalled;
   }
   std::printf(
-      "threads: %d, large tensors on huge pages: %s, FAVOR+ products on: %s\n",
+      "threads: %d, large tensors on huge pages: %s, FAVOR+ products on: %s, "
+      "in bfloat16: %s\n",
       threads, huge_pages ? "yes" : "no",
-      favor::attention::cpu::GemmIsFast() ? "AVX-512 kernel" : "BLAS");
+      favor::attention::cpu::GemmIsFast() ? "AVX-512 kernel" : "BLAS",
+      favor::attention::cpu::GemmBF16IsFast() ? "AVX512-BF16 kernel"
+                                              : "LibTorch");
   benchmark::Initialize(&argc, argv);
   favor::attention::SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/attention/cpu_gemm.h"
+#include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/cpu_kernels.h"
 
 namespace favor::attention {
@@ -19,16 +20,34 @@ namespace {
 // call's page faults. A thread keeps its buffers (chunk × m and chunk × dv
 // floats: 80 KiB on the AVX-512 path's 64-token steps, 640 KiB on the BLAS
 // path's 512) until it exits.
-enum class ScratchSlot { kFeatures = 0, kValueRows = 1 };
-float* Scratch(ScratchSlot slot, int64_t rows, int64_t cols) {
+// The bfloat16 path adds the rows widened to float32 (for the norms and the
+// value sums) and the bfloat16 operands of its products.
+enum class ScratchSlot {
+  kFeatures = 0,
+  kValueRows = 1,
+  kWidenedRows = 2,
+  kFeaturesBF16 = 3,
+  kValuesBF16 = 4,
+  kPackedProjection = 5,
+  kCount = 6
+};
+void* ScratchBytes(ScratchSlot slot, int64_t elements, at::ScalarType type) {
   // Tensors for LibTorch's allocator's 64-byte alignment: rows that start
   // mid-cache-line would slow every vector load of cpu::Gemm.
-  thread_local at::Tensor buffers[2];
+  thread_local at::Tensor buffers[static_cast<int>(ScratchSlot::kCount)];
   at::Tensor& buffer = buffers[static_cast<int>(slot)];
-  if (!buffer.defined() || buffer.numel() < rows * cols) {
-    buffer = at::empty({rows * cols}, at::kFloat);
+  if (!buffer.defined() || buffer.numel() < elements ||
+      buffer.scalar_type() != type) {
+    buffer = at::empty({elements}, type);
   }
-  return buffer.data_ptr<float>();
+  return buffer.data_ptr();
+}
+float* Scratch(ScratchSlot slot, int64_t rows, int64_t cols) {
+  return static_cast<float*>(ScratchBytes(slot, rows * cols, at::kFloat));
+}
+cpu::BFloat16Bits* ScratchBF16(ScratchSlot slot, int64_t elements) {
+  return static_cast<cpu::BFloat16Bits*>(
+      ScratchBytes(slot, elements, at::kBFloat16));
 }
 
 // c (+)= a · b for the CPU path, on raw row-major operands (b and c with
@@ -101,10 +120,51 @@ cpu::MatrixView KeptValues(const float* values, int64_t stride, int64_t rows,
   return v;
 }
 
+// Whether a group that the fused path serves runs in bfloat16: its inputs
+// (and so its output) are bfloat16 and GemmBF16 has its AVX512-BF16 kernel.
+// Its products take bfloat16 operands with float32 sums; the exp, the norms,
+// the normaliser and every sum stay float32.
+bool AllOfType(const HeadGroup& group, at::ScalarType type) {
+  return group.query.scalar_type() == type && group.key.scalar_type() == type &&
+         group.value.scalar_type() == type && group.out.scalar_type() == type;
+}
+bool RunsInBFloat16(const HeadGroup& group) {
+  return AllOfType(group, at::kBFloat16) && cpu::GemmBF16IsFast();
+}
+
+template <typename T>
+const T* DataOr(const at::Tensor& tensor, bool of_type) {
+  return of_type ? static_cast<const T*>(tensor.data_ptr()) : nullptr;
+}
+
+// bfloat16 rows (row stride `stride`) widened exactly to float32, rows ×
+// cols contiguous: for the float32 norms and sums.
+void WidenRows(const cpu::BFloat16Bits* x, int64_t rows, int64_t cols,
+               int64_t stride, float* out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      out[i * cols + j] = cpu::FromBFloat16(x[i * stride + j]);
+    }
+  }
+}
+
+// The projection (d × m) packed for GemmBF16, once per call: 32 KiB at d =
+// 64, m = 256, a fraction of one step's work to pack.
+const cpu::BFloat16Bits* PackedProjection(const FeatureContext& context) {
+  const at::Tensor& w = context.scaled_projection_t();
+  const int64_t d = w.size(0), m = w.size(1);
+  cpu::BFloat16Bits* packed =
+      ScratchBF16(ScratchSlot::kPackedProjection, cpu::PackedBF16Size(d, m));
+  cpu::PackBF16(d, m, {w.data_ptr<float>(), w.stride(0), 1}, packed);
+  return packed;
+}
+
 // The key sums of one group's range, step by step: Σφ̃(k)vᵀ (m×dv,
-// BLAS-friendly) and Σφ̃(k) (m) kept apart. The shift runs ahead of the data
-// (raised only when a step would overflow) and is settled to the true max at
-// the end, which is what the reference's global key max gives.
+// BLAS-friendly; in bfloat16, dv×m, so that the large operand, the
+// features, is the one PackBF16 packs and only the values are transposed)
+// and Σφ̃(k) (m) kept apart. The shift runs ahead of the data (raised only
+// when a step would overflow) and is settled to the true max at the end,
+// which is what the reference's global key max gives.
 class KeyAccumulator {
  public:
   KeyAccumulator(const FeatureContext& context, const HeadGroup& group,
@@ -116,6 +176,13 @@ class KeyAccumulator {
   KeyState Finish();
 
  private:
+  // The first product into features_; returns the key rows as float32 for
+  // the norms (in place, or widened from bfloat16) and sets their stride.
+  const float* ProjectKeys(int64_t start, int64_t rows, int64_t* stride);
+  // The value sums and Σφ̃(k)vᵀ of the step's features.
+  void AddValues(int64_t start, int64_t rows, const uint8_t* keep_rows);
+
+  const bool bf16_;
   const int64_t d_, dv_, m_;
   // Σφ̃(k)vᵀ, Σφ̃(k) and Σ[v | 1], and raw pointers into them and the inputs,
   // taken once: the steps are short enough for tensor accessors to show.
@@ -125,11 +192,17 @@ class KeyAccumulator {
   float* const value_sums_data_;
   const float* const keys_;
   const float* const values_;
+  const cpu::BFloat16Bits* const keys16_;
+  const cpu::BFloat16Bits* const values16_;
   const int64_t key_stride_, value_stride_;
   const uint8_t* const keep_;
   const float* const projection_;
+  const cpu::BFloat16Bits* const projection16_;
   float* const features_;
   float* const kept_values_;
+  float* const widened_;
+  cpu::BFloat16Bits* const features16_;
+  cpu::BFloat16Bits* const values16_t_;
   std::vector<float> half_;
   const float half_scale_;
   const cpu::LogitAffine logits_;
@@ -139,35 +212,87 @@ class KeyAccumulator {
 
 KeyAccumulator::KeyAccumulator(const FeatureContext& context,
                                const HeadGroup& group, int64_t chunk)
-    : d_(group.key.size(2)),
+    : bf16_(RunsInBFloat16(group)),
+      d_(group.key.size(2)),
       dv_(group.value.size(2)),
       m_(context.num_features()),
-      sums_(at::zeros({m_, dv_}, at::kFloat)),
+      sums_(bf16_ ? at::zeros({dv_, m_}, at::kFloat)
+                  : at::zeros({m_, dv_}, at::kFloat)),
       feature_sums_(at::zeros({m_}, at::kFloat)),
       value_sums_(at::zeros({dv_ + 1}, at::kFloat)),
       sums_data_(sums_.data_ptr<float>()),
       feature_sums_data_(feature_sums_.data_ptr<float>()),
       value_sums_data_(value_sums_.data_ptr<float>()),
-      keys_(group.key.data_ptr<float>()),
-      values_(group.value.data_ptr<float>()),
+      keys_(DataOr<float>(group.key, !bf16_)),
+      values_(DataOr<float>(group.value, !bf16_)),
+      keys16_(DataOr<cpu::BFloat16Bits>(group.key, bf16_)),
+      values16_(DataOr<cpu::BFloat16Bits>(group.value, bf16_)),
       key_stride_(group.key.stride(1)),
       value_stride_(group.value.stride(1)),
       keep_(group.keep.defined()
                 ? reinterpret_cast<const uint8_t*>(group.keep.data_ptr<bool>())
                 : nullptr),
       projection_(context.scaled_projection_t().data_ptr<float>()),
+      projection16_(bf16_ ? PackedProjection(context) : nullptr),
       features_(Scratch(ScratchSlot::kFeatures, chunk, m_)),
       kept_values_(Scratch(ScratchSlot::kValueRows, chunk, dv_)),
+      widened_(
+          bf16_ ? Scratch(ScratchSlot::kWidenedRows, chunk, std::max(d_, dv_))
+                : nullptr),
+      features16_(bf16_ ? ScratchBF16(ScratchSlot::kFeaturesBF16,
+                                      cpu::PackedBF16Size(chunk, m_))
+                        : nullptr),
+      values16_t_(bf16_ ? ScratchBF16(ScratchSlot::kValuesBF16, dv_ * chunk)
+                        : nullptr),
       half_(chunk),
       half_scale_(0.5f / std::sqrt(static_cast<float>(d_))),
       logits_(AffineOf(group)) {}
 
+const float* KeyAccumulator::ProjectKeys(int64_t start, int64_t rows,
+                                         int64_t* stride) {
+  if (!bf16_) {
+    const float* x = keys_ + start * key_stride_;
+    MatMul(rows, m_, d_, {x, key_stride_, 1}, projection_, m_, features_, m_,
+           /*accumulate=*/false);
+    *stride = key_stride_;
+    return x;
+  }
+  const cpu::BFloat16Bits* x = keys16_ + start * key_stride_;
+  cpu::GemmBF16(rows, m_, d_, x, key_stride_, projection16_, features_, m_,
+                /*accumulate=*/false);
+  WidenRows(x, rows, d_, key_stride_, widened_);
+  *stride = d_;
+  return widened_;
+}
+
+void KeyAccumulator::AddValues(int64_t start, int64_t rows,
+                               const uint8_t* keep_rows) {
+  if (!bf16_) {
+    const cpu::MatrixView v =
+        KeptValues(values_ + start * value_stride_, value_stride_, rows, dv_,
+                   keep_rows, kept_values_, value_sums_data_);
+    MatMul(m_, dv_, rows, {features_, 1, m_}, v.data, v.row_stride, sums_data_,
+           dv_, /*accumulate=*/true);
+    return;
+  }
+  // Σφ̃(k)vᵀ transposed: (dv × rows) vᵀ times the packed (rows × m)
+  // features. The kept values are bfloat16 numbers, so their transposed
+  // copy rounds nothing.
+  WidenRows(values16_ + start * value_stride_, rows, dv_, value_stride_,
+            widened_);
+  const cpu::MatrixView v = KeptValues(widened_, dv_, rows, dv_, keep_rows,
+                                       kept_values_, value_sums_data_);
+  cpu::PackBF16(rows, m_, {features_, m_, 1}, features16_);
+  cpu::ConvertToBF16(dv_, rows, {v.data, 1, v.row_stride}, values16_t_, rows);
+  cpu::GemmBF16(dv_, m_, rows, values16_t_, rows, features16_, sums_data_, m_,
+                /*accumulate=*/true);
+}
+
 void KeyAccumulator::Step(int64_t start, int64_t rows) {
-  const float* x = keys_ + start * key_stride_;
   const uint8_t* keep_rows = keep_ != nullptr ? keep_ + start : nullptr;
-  MatMul(rows, m_, d_, {x, key_stride_, 1}, projection_, m_, features_, m_,
-         /*accumulate=*/false);
-  cpu::RowSquaredNorms(x, rows, d_, key_stride_, half_scale_, half_.data());
+  int64_t stride = 0;
+  const float* x = ProjectKeys(start, rows, &stride);
+  cpu::RowSquaredNorms(x, rows, d_, stride, half_scale_, half_.data());
   const float shift_before = shift_;
   max_seen_ =
       std::max(max_seen_, cpu::ExpWithRunningShift(
@@ -177,11 +302,7 @@ void KeyAccumulator::Step(int64_t start, int64_t rows) {
     const float scale = std::exp(shift_before - shift_);
     for (int64_t i = 0; i < m_ * dv_; ++i) sums_data_[i] *= scale;
   }
-  const cpu::MatrixView v =
-      KeptValues(values_ + start * value_stride_, value_stride_, rows, dv_,
-                 keep_rows, kept_values_, value_sums_data_);
-  MatMul(m_, dv_, rows, {features_, 1, m_}, v.data, v.row_stride, sums_data_,
-         dv_, /*accumulate=*/true);
+  AddValues(start, rows, keep_rows);
 }
 
 KeyState KeyAccumulator::Finish() {
@@ -191,7 +312,8 @@ KeyState KeyAccumulator::Finish() {
     feature_sums_.mul_(scale);
   }
   const auto opts = at::TensorOptions().dtype(at::kFloat);
-  return {at::cat({sums_, feature_sums_.unsqueeze(1)}, 1).unsqueeze(0),
+  const at::Tensor sums = bf16_ ? sums_.t() : sums_;
+  return {at::cat({sums, feature_sums_.unsqueeze(1)}, 1).unsqueeze(0),
           at::full({1, 1, 1}, max_seen_, opts), value_sums_.view({1, 1, -1})};
 }
 
@@ -202,12 +324,9 @@ bool FavorCpuPathApplies(const FeatureContext& context,
   return (context.kernel() == Kernel::kFavorPositive ||
           context.kernel() == Kernel::kFavorPlusPlus) &&
          group.key.device().is_cpu() && group.key.size(0) == 1 &&
-         group.query.scalar_type() == at::kFloat &&
-         group.key.scalar_type() == at::kFloat &&
-         group.value.scalar_type() == at::kFloat &&
-         group.out.scalar_type() == at::kFloat && group.query.stride(2) == 1 &&
-         group.key.stride(2) == 1 && group.value.stride(2) == 1 &&
-         group.out.stride(2) == 1;
+         (AllOfType(group, at::kFloat) || RunsInBFloat16(group)) &&
+         group.query.stride(2) == 1 && group.key.stride(2) == 1 &&
+         group.value.stride(2) == 1 && group.out.stride(2) == 1;
 }
 
 KeyState AccumulateKeysFavorCpu(const FeatureContext& context,
@@ -223,39 +342,108 @@ KeyState AccumulateKeysFavorCpu(const FeatureContext& context,
   return accumulator.Finish();
 }
 
+namespace {
+
+// What a query pass reads and the float32 buffers of its steps, shared by
+// the float32 and the bfloat16 loops.
+struct QueryPass {
+  QueryPass(const FeatureContext& context, const AttentionOptions& options,
+            const HeadGroup& group, const at::Tensor& state, int64_t begin,
+            int64_t end);
+
+  const int64_t d, dv, m, chunk;
+  const at::Tensor feature_sums;  // Σφ(k) with ε folded in, (m)
+  float* const u;
+  float* const numerators;
+  std::vector<float> half, denominators;
+  const float half_scale;
+  const at::Tensor query, out;
+  const int64_t query_stride, out_stride;
+  const cpu::LogitAffine logits;
+};
+
+QueryPass::QueryPass(const FeatureContext& context,
+                     const AttentionOptions& options, const HeadGroup& group,
+                     const at::Tensor& state, int64_t begin, int64_t end)
+    : d(group.query.size(2)),
+      dv(group.value.size(2)),
+      m(context.num_features()),
+      chunk(CpuChunkTokens(options, end - begin)),
+      feature_sums(state[0].select(1, dv).contiguous()),
+      u(Scratch(ScratchSlot::kFeatures, chunk, m)),
+      numerators(Scratch(ScratchSlot::kValueRows, chunk, dv)),
+      half(chunk),
+      denominators(chunk),
+      half_scale(0.5f / std::sqrt(static_cast<float>(d))),
+      query(group.query[0]),
+      out(group.out[0]),
+      query_stride(query.stride(0)),
+      out_stride(out.stride(0)),
+      logits(AffineOf(group)) {}
+
+// The bfloat16 query pass: S packed once, then per step the projection
+// (GemmBF16), the float32 features and normaliser, the features rounded to
+// bfloat16 for φ(q)·S (GemmBF16), and the quotient rounded into the output.
+void QueriesBF16(const FeatureContext& context, QueryPass& p,
+                 const at::Tensor& state, int64_t begin, int64_t end) {
+  const at::Tensor both = state[0].contiguous();  // (m, dv + 1)
+  cpu::BFloat16Bits* const sums16 =
+      ScratchBF16(ScratchSlot::kValuesBF16, cpu::PackedBF16Size(p.m, p.dv));
+  cpu::PackBF16(p.m, p.dv, {both.data_ptr<float>(), p.dv + 1, 1}, sums16);
+  const cpu::BFloat16Bits* const projection = PackedProjection(context);
+  cpu::BFloat16Bits* const u16 =
+      ScratchBF16(ScratchSlot::kFeaturesBF16, p.chunk * p.m);
+  float* const widened = Scratch(ScratchSlot::kWidenedRows, p.chunk, p.d);
+  const auto* queries =
+      static_cast<const cpu::BFloat16Bits*>(p.query.data_ptr());
+  auto* outputs = static_cast<cpu::BFloat16Bits*>(p.out.data_ptr());
+  for (int64_t start = begin; start < end; start += p.chunk) {
+    const int64_t rows = std::min(end, start + p.chunk) - start;
+    const cpu::BFloat16Bits* x = queries + start * p.query_stride;
+    cpu::GemmBF16(rows, p.m, p.d, x, p.query_stride, projection, p.u, p.m,
+                  /*accumulate=*/false);
+    WidenRows(x, rows, p.d, p.query_stride, widened);
+    cpu::RowSquaredNorms(widened, rows, p.d, p.d, p.half_scale, p.half.data());
+    cpu::QueryFeaturesWithDot(p.u, p.half.data(), rows, p.m, context.epsilon(),
+                              p.feature_sums.data_ptr<float>(),
+                              p.denominators.data(), p.logits);
+    cpu::ConvertToBF16(rows, p.m, {p.u, p.m, 1}, u16, p.m);
+    cpu::GemmBF16(rows, p.dv, p.m, u16, p.m, sums16, p.numerators, p.dv,
+                  /*accumulate=*/false);
+    cpu::DivideRows(p.numerators, p.denominators.data(), rows, p.dv,
+                    p.numerators, p.dv);
+    cpu::ConvertToBF16(rows, p.dv, {p.numerators, p.dv, 1},
+                       outputs + start * p.out_stride, p.out_stride);
+  }
+}
+
+}  // namespace
+
 void QueriesFavorCpu(const FeatureContext& context,
                      const AttentionOptions& options, const HeadGroup& group,
                      const at::Tensor& state, int64_t begin, int64_t end) {
-  const int64_t d = group.query.size(2), dv = group.value.size(2);
-  const int64_t m = context.num_features();
-  const int64_t chunk = CpuChunkTokens(options, end - begin);
-  const at::Tensor sums = state[0].narrow(1, 0, dv).contiguous();
-  const at::Tensor feature_sums = state[0].select(1, dv).contiguous();
-  float* const u = Scratch(ScratchSlot::kFeatures, chunk, m);
-  float* const numerators = Scratch(ScratchSlot::kValueRows, chunk, dv);
+  QueryPass p(context, options, group, state, begin, end);
+  if (RunsInBFloat16(group)) return QueriesBF16(context, p, state, begin, end);
+  const at::Tensor sums = state[0].narrow(1, 0, p.dv).contiguous();
   const float* const projection =
       context.scaled_projection_t().data_ptr<float>();
-  std::vector<float> half(chunk), denominators(chunk);
-  const float half_scale = 0.5f / std::sqrt(static_cast<float>(d));
-  const at::Tensor query = group.query[0], out = group.out[0];
-  const int64_t query_stride = query.stride(0), out_stride = out.stride(0);
-  const float* const queries = query.data_ptr<float>();
+  const float* const queries = p.query.data_ptr<float>();
   const float* const sums_data = sums.data_ptr<float>();
-  const float* const feature_sums_data = feature_sums.data_ptr<float>();
-  float* const outputs = out.data_ptr<float>();
-  const cpu::LogitAffine logits = AffineOf(group);
-  for (int64_t start = begin; start < end; start += chunk) {
-    const int64_t rows = std::min(end, start + chunk) - start;
-    const float* x = queries + start * query_stride;
-    MatMul(rows, m, d, {x, query_stride, 1}, projection, m, u, m,
+  float* const outputs = p.out.data_ptr<float>();
+  for (int64_t start = begin; start < end; start += p.chunk) {
+    const int64_t rows = std::min(end, start + p.chunk) - start;
+    const float* x = queries + start * p.query_stride;
+    MatMul(rows, p.m, p.d, {x, p.query_stride, 1}, projection, p.m, p.u, p.m,
            /*accumulate=*/false);
-    cpu::RowSquaredNorms(x, rows, d, query_stride, half_scale, half.data());
-    cpu::QueryFeaturesWithDot(u, half.data(), rows, m, context.epsilon(),
-                              feature_sums_data, denominators.data(), logits);
-    MatMul(rows, dv, m, {u, m, 1}, sums_data, dv, numerators, dv,
+    cpu::RowSquaredNorms(x, rows, p.d, p.query_stride, p.half_scale,
+                         p.half.data());
+    cpu::QueryFeaturesWithDot(p.u, p.half.data(), rows, p.m, context.epsilon(),
+                              p.feature_sums.data_ptr<float>(),
+                              p.denominators.data(), p.logits);
+    MatMul(rows, p.dv, p.m, {p.u, p.m, 1}, sums_data, p.dv, p.numerators, p.dv,
            /*accumulate=*/false);
-    cpu::DivideRows(numerators, denominators.data(), rows, dv,
-                    outputs + start * out_stride, out_stride);
+    cpu::DivideRows(p.numerators, p.denominators.data(), rows, p.dv,
+                    outputs + start * p.out_stride, p.out_stride);
   }
 }
 

@@ -22,7 +22,10 @@
 namespace favor::attention {
 
 // Whether the fused path serves `group`: FAVOR+ or FAVOR++, on the CPU, one
-// head per group, float32 throughout, rows with unit column stride.
+// head per group, rows with unit column stride, and Q, K, V and the output
+// float32 throughout, or bfloat16 throughout where cpu::GemmBF16IsFast()
+// (then the products take bfloat16 operands on cpu::GemmBF16 and the exp,
+// norms, normaliser and all sums stay float32).
 bool FavorCpuPathApplies(const FeatureContext& context, const HeadGroup& group);
 
 // The key sums of tokens [begin, end) of `group`, shifted by their own

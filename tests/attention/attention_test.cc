@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/attention/cpu_gemm.h"
+#include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/feature_map.h"
 #include "server/attention/projection.h"
 
@@ -363,6 +364,55 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, AllKernelsTest,
                                          Kernel::kTrigonometric, Kernel::kRelu,
                                          Kernel::kEluPlusOne, Kernel::kExp),
                          KernelTestName);
+
+// bfloat16 inputs on FAVOR+'s and FAVOR++'s fused CPU path (cpu::GemmBF16):
+// each sequence keeps its own float32 key sums, so a sequence packed with
+// neighbours whose keys are ten times larger gives what it gives alone. The
+// sums may differ by float32 roundings (the ranges are split differently),
+// which can move a bfloat16 output by one unit in its last place, at most
+// 2^-7 of its size: hence 1e-2. And the fused path follows LibTorch's
+// bfloat16 path (the reference, taken with GemmBF16 turned off) to 5e-2,
+// the bound HalfPrecisionInputsFollowFloat32 allows bfloat16.
+TEST(AttentionTest, BFloat16PackedEqualsOneSequenceAtATime) {
+  if (!cpu::GemmBF16IsFast()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  for (const Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus}) {
+    at::manual_seed(7);
+    const std::vector<int64_t> lengths = {37, 1, 200, 20};
+    std::vector<int64_t> offsets = {0};
+    std::vector<at::Tensor> qs, ks, vs;
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      const auto bf16 = [&](int64_t dim, double scale) {
+        return (at::randn({lengths[s], kHeads, dim}) * scale).to(at::kBFloat16);
+      };
+      qs.push_back(bf16(kDim, 1.0));
+      ks.push_back(bf16(kDim, s % 2 == 0 ? 1.0 : 10.0));
+      vs.push_back(bf16(kValueDim, 1.0));
+      offsets.push_back(offsets.back() + lengths[s]);
+    }
+    const AttentionOptions options = Options(kernel, false);
+    auto packed = AttendPacked(at::cat(qs), at::cat(ks), at::cat(vs), offsets,
+                               offsets, TestProjection(), options);
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    ASSERT_EQ(packed->scalar_type(), at::kBFloat16);
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      const auto dense = [](const at::Tensor& t) {
+        return t.permute({1, 0, 2}).unsqueeze(0);
+      };
+      const auto alone = [&] {
+        return AttendOrDie(dense(qs[s]), dense(ks[s]), dense(vs[s]),
+                           at::Tensor(), options)[0]
+            .permute({1, 0, 2});
+      };
+      const at::Tensor fused = alone();
+      EXPECT_LT(RelativeError(packed->narrow(0, offsets[s], lengths[s]), fused),
+                1e-2)
+          << KernelName(kernel) << " sequence " << s;
+      cpu::SetFastGemmBF16Enabled(false);
+      EXPECT_LT(RelativeError(fused, alone()), 5e-2) << KernelName(kernel);
+      cpu::SetFastGemmBF16Enabled(true);
+    }
+  }
+}
 
 // Large-norm inputs: the stabilisers keep FAVOR+ and FAVOR++ finite (for
 // FAVOR++, A* is then far below 0 and B = √(1 − 4A) large).

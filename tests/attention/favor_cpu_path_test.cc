@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "server/attention/cpu_gemm.h"
+#include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/projection.h"
 
 namespace favor::attention {
@@ -95,6 +96,50 @@ double MaxRelativeError(const at::Tensor& actual, const at::Tensor& expected) {
       .item<double>();
 }
 
+// The group's queries, keys, values and output in bfloat16 (its mask and
+// logit map unchanged): what a bfloat16 model hands to attention.
+HeadGroup InBFloat16(const HeadGroup& group) {
+  HeadGroup half = group;
+  half.query = group.query.to(at::kBFloat16);
+  half.key = group.key.to(at::kBFloat16);
+  half.value = group.value.to(at::kBFloat16);
+  half.out = group.out.to(at::kBFloat16);
+  return half;
+}
+
+// A range's key sums by the definition, in double: the shift (the largest
+// u of a kept key), Σφ(k)[v | 1]ᵀ with that shift and Σ[v | 1].
+struct KeyDefinition {
+  double shift;
+  at::Tensor sums, value_sums;
+};
+KeyDefinition DefineKeySums(const FeatureContext& context,
+                            const HeadGroup& group, int64_t begin,
+                            int64_t end) {
+  const Projected keys = Project(context, group.key);
+  const at::Tensor u = keys.u.slice(0, begin, end);
+  const at::Tensor v = KeptValuesWithOnes(group).slice(0, begin, end);
+  at::Tensor kept = at::ones({end - begin, 1}, at::kBool);
+  if (group.keep.defined()) kept = group.keep.slice(0, begin, end).unsqueeze(1);
+  const double shift =
+      u.masked_fill(kept.logical_not(), -1e300).max().item<double>();
+  const at::Tensor phi =
+      (u - keys.half_norm.slice(0, begin, end) - shift).exp() *
+      kept.to(at::kDouble);
+  return {shift, at::matmul(phi.t(), v), v.sum(0)};
+}
+
+// Every query's output by the definition given the query state, in double.
+at::Tensor DefineOutputs(const FeatureContext& context, const HeadGroup& group,
+                         const at::Tensor& state) {
+  const Projected queries = Project(context, group.query);
+  const at::Tensor row_max = std::get<0>(queries.u.max(-1, true));
+  const at::Tensor phi =
+      (queries.u - queries.half_norm - row_max).exp() + kEpsilon;
+  const at::Tensor both = at::matmul(phi, state[0].to(at::kDouble));
+  return both.narrow(1, 0, kValueDim) / both.narrow(1, kValueDim, 1);
+}
+
 class FavorCpuPathTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { cpu::SetFastGemmEnabled(GetParam()); }
@@ -108,27 +153,20 @@ TEST_P(FavorCpuPathTest, KeySumsMatchTheDefinitionOnAnyRange) {
       const FeatureContext context =
           Context(kernel, kind == Keys::kGrowing ? 64 : 16);
       const HeadGroup group = Group(context, kind);
-      const bool with_mask = kind == Keys::kMasked;
       const int64_t begin = 7, end = kTokens - 5;
       const KeyState state =
           AccumulateKeysFavorCpu(context, SmallSteps(), group, begin, end);
-      const Projected keys = Project(context, group.key);
-      const at::Tensor u = keys.u.slice(0, begin, end);
-      const at::Tensor half_norm = keys.half_norm.slice(0, begin, end);
-      const at::Tensor v = KeptValuesWithOnes(group).slice(0, begin, end);
-      at::Tensor kept = at::ones({end - begin, 1}, at::kBool);
-      if (with_mask) kept = group.keep.slice(0, begin, end).unsqueeze(1);
-      const double shift =
-          u.masked_fill(kept.logical_not(), -1e300).max().item<double>();
-      const at::Tensor phi =
-          (u - half_norm - shift).exp() * kept.to(at::kDouble);
+      const KeyDefinition expected = DefineKeySums(context, group, begin, end);
+      const double shift = expected.shift;
       // FAVOR++'s logits carry one more float rounding (B·u + A‖ω‖²), up
       // to 2^-24 of their size, about 92 here.
       const double shift_bound =
           kernel == Kernel::kFavorPositive ? 1e-5 : 1e-5 + 6e-8 * shift;
       EXPECT_NEAR(state.shift.item<double>(), shift, shift_bound);
-      EXPECT_LT(MaxRelativeError(state.sums[0], at::matmul(phi.t(), v)), 1e-5);
-      EXPECT_LT(MaxRelativeError(state.value_sums.view({-1}), v.sum(0)), 1e-6);
+      EXPECT_LT(MaxRelativeError(state.sums[0], expected.sums), 1e-5);
+      EXPECT_LT(
+          MaxRelativeError(state.value_sums.view({-1}), expected.value_sums),
+          1e-6);
     }
 }
 
@@ -140,13 +178,7 @@ TEST_P(FavorCpuPathTest, QueriesMatchTheDefinition) {
     const at::Tensor state = at::rand({1, kFeatures, kValueDim + 1}) + 0.1;
     const int64_t begin = 3, end = kTokens - 9;
     QueriesFavorCpu(context, SmallSteps(), group, state, begin, end);
-    const Projected queries = Project(context, group.query);
-    const at::Tensor row_max = std::get<0>(queries.u.max(-1, true));
-    const at::Tensor phi =
-        (queries.u - queries.half_norm - row_max).exp() + kEpsilon;
-    const at::Tensor both = at::matmul(phi, state[0].to(at::kDouble));
-    const at::Tensor expected =
-        both.narrow(1, 0, kValueDim) / both.narrow(1, kValueDim, 1);
+    const at::Tensor expected = DefineOutputs(context, group, state);
     EXPECT_LT(MaxRelativeError(group.out[0].slice(0, begin, end),
                                expected.slice(0, begin, end)),
               1e-5);
@@ -174,9 +206,98 @@ TEST(FavorCpuPathAppliesTest, OnlyToFloatFavorPlusOneHeadUnitStrides) {
   HeadGroup half = group;
   half.query = group.query.to(at::kBFloat16);
   EXPECT_FALSE(FavorCpuPathApplies(favor, half));
+  const HeadGroup bf16 = InBFloat16(group);
+  EXPECT_EQ(FavorCpuPathApplies(favor, bf16), cpu::GemmBF16IsFast());
+  cpu::SetFastGemmBF16Enabled(false);  // LibTorch's path, not a slow loop
+  EXPECT_FALSE(FavorCpuPathApplies(favor, bf16));
+  cpu::SetFastGemmBF16Enabled(true);
   HeadGroup strided = group;
   strided.value = at::randn({1, kTokens, 2 * kValueDim}).slice(2, 0, {}, 2);
   EXPECT_FALSE(FavorCpuPathApplies(favor, strided));
+}
+
+// The bfloat16 path against the same definitions in double, evaluated on
+// the bfloat16 inputs themselves (so that only the path's own roundings
+// count). Those roundings: the projection ω and the key features φ(k) (or,
+// for queries, φ(q) and the state S) are rounded to bfloat16, a relative
+// error of at most 2^-9 each (8-bit mantissa), and the output once more.
+// A rounded ω moves u = x·ω by up to 2^-9·Σ|x_i ω_i|, a few hundredths at
+// these sizes, and exp turns that into the same relative error in a
+// feature; the sums average the independent roundings of many terms.
+// Measured: up to 8e-3 of the largest element (2e-3 to 8e-3 over these
+// cases), so 2e-2 leaves room for other inputs while a lost rescale or a
+// transposed operand is still caught. The shift is the largest u, off by up to
+// 2^-9 of Σ|x_i ω_i| ≤ 2^-8·(|u| + 1) here; shift and sums move together, so
+// the settled sums are still within the bound.
+class FavorCpuPathBF16Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cpu::GemmBF16IsFast()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  }
+};
+
+TEST_F(FavorCpuPathBF16Test, KeySumsMatchTheDefinitionOnAnyRange) {
+  for (const Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus})
+    for (const Keys kind : {Keys::kPlain, Keys::kMasked, Keys::kGrowing}) {
+      SCOPED_TRACE(KernelName(kernel));
+      const FeatureContext context =
+          Context(kernel, kind == Keys::kGrowing ? 64 : 16);
+      const HeadGroup group = InBFloat16(Group(context, kind));
+      ASSERT_TRUE(FavorCpuPathApplies(context, group));
+      const int64_t begin = 7, end = kTokens - 5;
+      const KeyState state =
+          AccumulateKeysFavorCpu(context, SmallSteps(), group, begin, end);
+      const KeyDefinition expected = DefineKeySums(context, group, begin, end);
+      const double shift = expected.shift;
+      EXPECT_NEAR(state.shift.item<double>(), shift,
+                  std::ldexp(std::abs(shift) + 1.0, -8));
+      // Settled on the path's own shift, as the outputs use them.
+      const at::Tensor settled = state.sums[0].to(at::kDouble) *
+                                 std::exp(state.shift.item<double>() - shift);
+      EXPECT_LT(MaxRelativeError(settled, expected.sums), 2e-2);
+      EXPECT_LT(
+          MaxRelativeError(state.value_sums.view({-1}), expected.value_sums),
+          1e-6);
+    }
+}
+
+TEST_F(FavorCpuPathBF16Test, QueriesMatchTheDefinition) {
+  for (const Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus}) {
+    SCOPED_TRACE(KernelName(kernel));
+    const FeatureContext context = Context(kernel);
+    const HeadGroup group = InBFloat16(Group(context, Keys::kPlain));
+    const at::Tensor state = at::rand({1, kFeatures, kValueDim + 1}) + 0.1;
+    const int64_t begin = 3, end = kTokens - 9;
+    QueriesFavorCpu(context, SmallSteps(), group, state, begin, end);
+    const at::Tensor expected = DefineOutputs(context, group, state);
+    EXPECT_LT(MaxRelativeError(group.out[0].slice(0, begin, end),
+                               expected.slice(0, begin, end)),
+              2e-2);
+    EXPECT_EQ(group.out[0].slice(0, 0, begin).abs().max().item<float>(), 0.0f);
+    EXPECT_EQ(group.out[0].slice(0, end).abs().max().item<float>(), 0.0f);
+  }
+}
+
+// The bfloat16 path follows the float32 path on the same (bfloat16-valued)
+// inputs, keys and queries together, to the bounds above.
+TEST_F(FavorCpuPathBF16Test, FollowsTheFloat32Path) {
+  for (const Kernel kernel : {Kernel::kFavorPositive, Kernel::kFavorPlusPlus}) {
+    SCOPED_TRACE(KernelName(kernel));
+    const FeatureContext context = Context(kernel);
+    HeadGroup half = InBFloat16(Group(context, Keys::kMasked));
+    HeadGroup full = half;
+    full.query = half.query.to(at::kFloat);
+    full.key = half.key.to(at::kFloat);
+    full.value = half.value.to(at::kFloat);
+    full.out = half.out.to(at::kFloat);
+    for (HeadGroup* group : {&half, &full}) {
+      const KeyState keys =
+          AccumulateKeysFavorCpu(context, SmallSteps(), *group, 0, kTokens);
+      const at::Tensor state = keys.sums + context.epsilon() * keys.value_sums;
+      QueriesFavorCpu(context, SmallSteps(), *group, state, 0, kTokens);
+    }
+    EXPECT_LT(MaxRelativeError(half.out, full.out), 2e-2);
+  }
 }
 
 }  // namespace
