@@ -44,12 +44,12 @@
 #include "server/attention/parallelism.h"
 #include "server/batching/batcher.h"
 #include "server/common/status_macros.h"
+#include "server/http/metrics_server.h"
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
 #include "server/model/model_repository.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
-#include "server/service/metrics_http_server.h"
 #include "server/service/server_credentials.h"
 
 namespace {
@@ -225,7 +225,8 @@ absl::Status WarmUp(const std::vector<const favor::model::Model*>& models) {
 absl::StatusOr<std::unique_ptr<favor::metrics::Metrics>> NewMetrics(
     const std::vector<const favor::model::Model*>& models) {
   favor::metrics::Metrics::Options options;
-  // Served by MetricsHttpServer (see there why not by prometheus-cpp).
+  // Served by favor::http::MetricsServer (see there why not by
+  // prometheus-cpp).
   options.serve_http = false;
   for (const favor::model::Model* model : models) {
     options.models.push_back(model->name());
@@ -240,13 +241,14 @@ absl::StatusOr<std::unique_ptr<favor::metrics::Metrics>> NewMetrics(
   return metrics;
 }
 
-absl::StatusOr<std::unique_ptr<favor::service::MetricsHttpServer>>
-StartMetricsHttp(const favor::metrics::Metrics* metrics) {
-  favor::service::MetricsHttpServer::Options options;
+absl::StatusOr<std::unique_ptr<favor::http::MetricsServer>> StartMetricsHttp(
+    const favor::metrics::Metrics* metrics) {
+  favor::http::HttpServer::Options options =
+      favor::http::MetricsServer::DefaultOptions();
   options.bind_address = absl::GetFlag(FLAGS_bind_address);
   options.port = absl::GetFlag(FLAGS_metrics_port);
   ASSIGN_OR_RETURN(auto http,
-                   favor::service::MetricsHttpServer::Create(options, metrics));
+                   favor::http::MetricsServer::Create(options, metrics));
   LOG(INFO) << "event=metrics_started address=" << options.bind_address
             << " port=" << http->port() << " path=/metrics";
   return http;
