@@ -50,7 +50,11 @@ Fetched Exchange(Stream& stream, const FetchOptions& options) {
   for (const auto& [name, value] : options.headers) request.set(name, value);
   if (!options.body.empty()) {
     request.body() = options.body;
-    request.prepare_payload();
+    // A Content-Length given in `headers` is sent as it is, even when it
+    // lies.
+    if (request.find(beast::http::field::content_length) == request.end()) {
+      request.prepare_payload();
+    }
   }
   beast::http::async_write(stream, request, net::use_future).get();
   beast::flat_buffer buffer;

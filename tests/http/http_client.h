@@ -18,7 +18,8 @@ struct FetchOptions {
   std::string method = "GET";
   std::string target = "/";
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;  // sent with Content-Length when not empty
+  // Sent with its Content-Length when not empty, unless `headers` has one.
+  std::string body;
   // Connecting, sending and reading the answer, together.
   absl::Duration timeout = absl::Seconds(10);
   // Set: TLS, trusting this PEM CA file (and presenting the client
