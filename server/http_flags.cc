@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
     const std::vector<std::string>& tokens,
     const http::HttpServer::TlsFiles& tls,
-    absl::AnyInvocable<bool() const> serving) {
+    absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics) {
   const int port = absl::GetFlag(FLAGS_http_port);
   if (port == 0) {
     LOG(INFO) << "event=http_disabled reason=\"--http_port=0\"";
@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
   channel.SetMaxSendMessageSize(-1);
   auto result = std::make_unique<HttpApi>();
   result->handler = std::make_unique<http::ApiHandler>(
-      api, grpc_server->InProcessChannel(channel), std::move(serving));
+      api, grpc_server->InProcessChannel(channel), std::move(serving), metrics);
   http::HttpServer::Options options;
   options.bind_address = bind_address;
   options.port = port;

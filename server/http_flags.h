@@ -12,6 +12,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/http/api_handler.h"
 #include "server/http/http_server.h"
+#include "server/metrics/metrics.h"
 
 namespace favor {
 
@@ -26,12 +27,13 @@ struct HttpApi {
 // `grpc_server`'s Favor service (through its in-process channel); null when
 // --http_port=0.
 // `tokens` are the service's bearer tokens, `tls` the gRPC certificate
-// files (the same flags serve both); `serving` answers GET /health.
+// files (the same flags serve both); `serving` answers GET /health;
+// `metrics` records every HTTP answer and must outlive the API.
 absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
     const std::vector<std::string>& tokens,
     const http::HttpServer::TlsFiles& tls,
-    absl::AnyInvocable<bool() const> serving);
+    absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics);
 
 }  // namespace favor
 

@@ -417,11 +417,11 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(auto service,
                    FavorService::Create(options, models, metrics.get()));
   ASSIGN_OR_RETURN(auto server, StartGrpc(service.get(), credentials));
-  ASSIGN_OR_RETURN(
-      auto http_api,
-      favor::StartHttpApi(server.get(), absl::GetFlag(FLAGS_bind_address),
-                          options.bearer_tokens, HttpTlsFromFlags(),
-                          [] { return serving_now.load(); }));
+  ASSIGN_OR_RETURN(auto http_api,
+                   favor::StartHttpApi(
+                       server.get(), absl::GetFlag(FLAGS_bind_address),
+                       options.bearer_tokens, HttpTlsFromFlags(),
+                       [] { return serving_now.load(); }, metrics.get()));
   RETURN_IF_ERROR(WarmUp(models));
   SetHealth(server.get(), true);
   LOG(INFO) << "event=serving models="

@@ -31,6 +31,16 @@ absl::string_view ViewOf(boost::beast::string_view view) {
   return absl::string_view(view.data(), view.size());
 }
 
+// The `route` label of metrics (metric_names.h bounds it).
+std::string RouteLabel(const Route& route, boost::beast::string_view target) {
+  if (route.kind == RouteKind::kNone) return "(other)";
+  if (route.kind == RouteKind::kFavor) {
+    return absl::StrCat(kFavorPrefix, route.method);
+  }
+  absl::string_view path = ViewOf(target);
+  return std::string(path.substr(0, path.find('?')));
+}
+
 Route RouteOf(boost::beast::string_view target) {
   absl::string_view path = ViewOf(target);
   path = path.substr(0, path.find('?'));
@@ -82,16 +92,40 @@ Response JsonResponse(std::string json) {
 
 ApiHandler::ApiHandler(const Options& options,
                        std::shared_ptr<grpc::Channel> channel,
-                       absl::AnyInvocable<bool() const> serving)
+                       absl::AnyInvocable<bool() const> serving,
+                       metrics::Metrics* metrics)
     : options_(options),
       serving_(std::move(serving)),
+      metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
       client_(std::move(channel)) {}
 
+Responder ApiHandler::Recorded(std::string route, Responder respond) const {
+  return [this, route = std::move(route), start = absl::Now(),
+          respond = std::move(respond)](Response response) mutable {
+    metrics_->RecordHttpRequest(route, response.result_int(),
+                                absl::Now() - start);
+    respond(std::move(response));
+  };
+}
+
 Response ApiHandler::Refuse(Status status, absl::string_view message) {
-  return ErrorResponse(status, message);
+  Response response = ErrorResponse(status, message);
+  metrics_->RecordHttpRequest("(other)", response.result_int(),
+                              absl::ZeroDuration());
+  return response;
 }
 
 std::optional<Response> ApiHandler::CheckHeader(const RequestHeader& header) {
+  std::optional<Response> refusal = Admit(header);
+  if (refusal.has_value()) {
+    metrics_->RecordHttpRequest(
+        RouteLabel(RouteOf(header.target()), header.target()),
+        refusal->result_int(), absl::ZeroDuration());
+  }
+  return refusal;
+}
+
+std::optional<Response> ApiHandler::Admit(const RequestHeader& header) {
   const Route route = RouteOf(header.target());
   if (route.kind == RouteKind::kNone) {
     return ErrorResponse(
@@ -136,8 +170,10 @@ absl::StatusOr<ServiceClient::CallOptions> ApiHandler::CallOptionsOf(
   return call;
 }
 
-void ApiHandler::Handle(const Request& request, Responder respond) {
+void ApiHandler::Handle(const Request& request, Responder unrecorded) {
   const Route route = RouteOf(request.target());
+  Responder respond =
+      Recorded(RouteLabel(route, request.target()), std::move(unrecorded));
   switch (route.kind) {
     case RouteKind::kEmbeddings:
       return Embeddings(request, std::move(respond));

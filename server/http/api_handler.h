@@ -31,6 +31,7 @@
 #include "server/http/favor_json.h"
 #include "server/http/http_server.h"
 #include "server/http/service_client.h"
+#include "server/metrics/metrics.h"
 
 namespace favor::http {
 
@@ -47,9 +48,11 @@ class ApiHandler final : public Handler {
 
   // `channel` reaches the Favor service (favor-server: the gRPC server's
   // in-process channel). `serving` says whether GET /health answers 200;
-  // called on the server's threads.
+  // called on the server's threads. Every answer is recorded in `metrics`
+  // (null: Metrics::Noop()), which must outlive the handler.
   ApiHandler(const Options& options, std::shared_ptr<grpc::Channel> channel,
-             absl::AnyInvocable<bool() const> serving);
+             absl::AnyInvocable<bool() const> serving,
+             metrics::Metrics* metrics = nullptr);
 
   std::optional<Response> CheckHeader(const RequestHeader& header) override;
   void Handle(const Request& request, Responder respond) override;
@@ -62,12 +65,18 @@ class ApiHandler final : public Handler {
   void Health(Responder respond) const;
   void FavorMethod(const std::string& method, const Request& request,
                    Responder respond);
+  // CheckHeader's checks, unrecorded.
+  std::optional<Response> Admit(const RequestHeader& header);
   // The deadline and the key a service call carries.
   absl::StatusOr<ServiceClient::CallOptions> CallOptionsOf(
       const RequestHeader& header) const;
 
+  // `respond`, recording the answer under `route` first.
+  Responder Recorded(std::string route, Responder respond) const;
+
   const Options options_;
   absl::AnyInvocable<bool() const> serving_;
+  metrics::Metrics* const metrics_;
   ServiceClient client_;
   FavorJson favor_json_;
 };

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/metrics/http_series.h"
 #include "server/metrics/metrics.h"
 
 namespace prometheus {
@@ -51,6 +52,8 @@ class PrometheusMetrics final : public Metrics {
   void RecordInputLength(absl::string_view model, int64_t num_tokens) override;
   void SetQueueDepth(absl::string_view model, int64_t num_requests) override;
   void AddTokens(absl::string_view model, int64_t num_tokens) override;
+  void RecordHttpRequest(absl::string_view route, int status_code,
+                         absl::Duration duration) override;
   void SetModelInfo(absl::string_view model, absl::string_view version,
                     absl::string_view kernel,
                     absl::string_view device) override;
@@ -87,6 +90,7 @@ class PrometheusMetrics final : public Metrics {
   std::vector<std::string> method_names_;  // Last: "(other)".
   absl::flat_hash_map<std::string, int> method_index_;
   std::vector<prometheus::Gauge*> in_flight_;  // By method index.
+  std::unique_ptr<HttpSeries> http_;
 
   absl::Mutex model_info_mutex_;
   absl::flat_hash_map<std::string, prometheus::Gauge*> model_info_

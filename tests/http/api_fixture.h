@@ -58,7 +58,7 @@ class ApiTest : public ::testing::Test {
                             grpc::InsecureChannelCredentials()));
     handler_ = std::make_unique<ApiHandler>(
         api_options, grpc_->InProcessChannel(grpc::ChannelArguments()),
-        [this] { return serving_.load(); });
+        [this] { return serving_.load(); }, metrics_.get());
     http_options.port = 0;
     auto http = HttpServer::Create(http_options, handler_.get());
     ASSERT_TRUE(http.ok()) << http.status();

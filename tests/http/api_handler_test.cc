@@ -14,7 +14,9 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "server/metrics/metric_names.h"
 #include "tests/http/api_fixture.h"
+#include "tests/metrics/scrape.h"
 
 namespace favor::http {
 namespace {
@@ -288,6 +290,33 @@ TEST_F(ApiTest, DrainingIs503) {
   ExpectStillServing();
   service_->StartDraining();
   ExpectError(PostEmbeddings(R"({"input":[[1]]})"), 503);
+}
+
+TEST_F(ApiTest, AnswersAreCountedByRouteAndCode) {
+  Start();
+  ExpectStillServing();
+  ExpectError(PostEmbeddings(R"({"input":""})"), 400);
+  ExpectError(testing::Post(port(), "/v1/nothing", "{}"), 404);
+  ASSERT_TRUE(testing::Post(port(), "/v1/favor/ListModels", "").ok());
+  const std::string text = metrics_->SerializeText();
+  const std::string total(metrics::kHttpRequestsTotal);
+  using metrics::scrape::FindSample;
+  EXPECT_EQ(
+      FindSample(text, total, {{"route", "/v1/embeddings"}, {"code", "200"}}),
+      1);
+  EXPECT_EQ(
+      FindSample(text, total, {{"route", "/v1/embeddings"}, {"code", "400"}}),
+      1);
+  EXPECT_EQ(FindSample(text, total, {{"route", "(other)"}, {"code", "404"}}),
+            1);
+  EXPECT_EQ(FindSample(text, total,
+                       {{"route", "/v1/favor/ListModels"}, {"code", "200"}}),
+            1);
+  // The service counted the calls that reached it, as for gRPC.
+  EXPECT_EQ(
+      FindSample(text, std::string(metrics::kRequestsTotal),
+                 {{"model", "fake"}, {"method", "Embed"}, {"code", "OK"}}),
+      1);
 }
 
 }  // namespace
