@@ -11,6 +11,8 @@
 #ifndef FAVOR_SERVER_HTTP_SESSION_H_
 #define FAVOR_SERVER_HTTP_SESSION_H_
 
+#include <array>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,6 +82,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void Dispatch();
   void Write(Response response, bool keep_alive);
   void OnWrite(beast::error_code error, bool keep_alive);
+  // After a last answer: stops sending and drops what the client still
+  // sends for up to a second before closing, so that a client still writing
+  // a refused request reads the answer rather than a connection reset.
+  void Linger();
+  void DropInput();
   void Close();
 
   Stream stream_;
@@ -89,6 +96,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Request request_;
   Response response_;
   beast::http::response<beast::http::empty_body> continue_;
+  std::array<char, 4096> dropped_;
 };
 
 // ---- Implementation ----
@@ -223,8 +231,27 @@ template <class Stream>
 void Session<Stream>::OnWrite(beast::error_code error, bool keep_alive) {
   request_ = {};
   response_ = {};
-  if (error || !keep_alive) return Close();
+  if (error) return Close();
+  if (!keep_alive) return Linger();
   ReadHeader();
+}
+
+template <class Stream>
+void Session<Stream>::Linger() {
+  beast::error_code ignored;
+  Tcp().socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  Tcp().expires_after(std::chrono::seconds(1));
+  DropInput();
+}
+
+template <class Stream>
+void Session<Stream>::DropInput() {
+  Tcp().async_read_some(
+      boost::asio::buffer(dropped_),
+      [self = this->shared_from_this()](beast::error_code error, size_t) {
+        if (error) return self->Close();  // end of input, or the second
+        self->DropInput();
+      });
 }
 
 template <class Stream>

@@ -3,10 +3,6 @@
 #include <iterator>
 #include <string>
 
-#include "prometheus/counter.h"
-#include "prometheus/family.h"
-#include "prometheus/histogram.h"
-#include "prometheus/registry.h"
 #include "server/metrics/buckets.h"
 #include "server/metrics/metric_names.h"
 

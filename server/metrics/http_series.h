@@ -1,4 +1,5 @@
-// The HTTP families of PrometheusMetrics (internal to favor_metrics):
+// The HTTP families of PrometheusMetrics (internal to favor_metrics, whose
+// sources alone see prometheus-cpp's headers):
 // favor_http_requests_total{route, code} and
 // favor_http_request_duration_seconds{route}. Labels are bounded by
 // metric_names.h's kHttpRoutes and kHttpCodes, plus "(other)". The duration
@@ -14,14 +15,10 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-
-namespace prometheus {
-class Counter;
-class Histogram;
-class Registry;
-template <typename T>
-class Family;
-}  // namespace prometheus
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
 
 namespace favor::metrics {
 

@@ -17,6 +17,7 @@
 #include "prometheus/text_serializer.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/buckets.h"
+#include "server/metrics/http_series.h"
 #include "server/metrics/metric_names.h"
 
 namespace favor::metrics {

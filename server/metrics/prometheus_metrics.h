@@ -17,7 +17,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/metrics/http_series.h"
 #include "server/metrics/metrics.h"
 
 namespace prometheus {
@@ -31,6 +30,8 @@ class Family;
 }  // namespace prometheus
 
 namespace favor::metrics {
+
+class HttpSeries;
 
 class PrometheusMetrics final : public Metrics {
  public:

@@ -6,12 +6,15 @@
 #define FAVOR_TESTS_HTTP_API_FIXTURE_H_
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "favor/v1/favor.grpc.pb.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -24,6 +27,34 @@
 
 namespace favor::http {
 
+// gRPC 1.51 runs client callbacks on one process-wide completion queue when
+// its I/O manager has no background poller; the queue is shut down when the
+// last channel that used it goes, and started again by the next, and that
+// restart races with the old queue's threads (an abort in
+// grpc_cq_internal_unref). Each test here makes and drops an in-process
+// channel, so one channel that has made a callback call is kept for the
+// whole test process: the queue then lives as long as the process.
+// (favor-server makes one channel and keeps it until exit.)
+inline void KeepCallbackQueueAlive() {
+  static const bool kept = [] {
+    auto* channel = new std::shared_ptr<grpc::Channel>(
+        grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
+    grpc::GenericStub stub(*channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(1));
+    grpc::Slice empty("");
+    grpc::ByteBuffer request(&empty, 1);
+    grpc::ByteBuffer response;
+    absl::Notification done;
+    stub.UnaryCall(&context, "/keep.Alive/Call", grpc::StubOptions(), &request,
+                   &response, [&done](grpc::Status) { done.Notify(); });
+    done.WaitForNotification();
+    return true;
+  }();
+  (void)kept;
+}
+
 class ApiTest : public ::testing::Test {
  protected:
   ApiTest() : model_("fake") {
@@ -31,14 +62,19 @@ class ApiTest : public ::testing::Test {
   }
   ~ApiTest() override {
     model_.Release();
+    if (service_ != nullptr) service_->Shutdown(absl::ZeroDuration());
+    if (grpc_ != nullptr) {
+      grpc_->Shutdown();
+      grpc_->Wait();
+    }
     if (http_ != nullptr) http_->Shutdown(absl::Seconds(5));
-    if (grpc_ != nullptr) grpc_->Shutdown();
   }
 
   // Starts everything; `tokens` go to the service and the HTTP edge alike.
   void Start(service::FavorService::Options service_options = {},
              HttpServer::Options http_options = {},
              ApiHandler::Options api_options = {}) {
+    KeepCallbackQueueAlive();
     service_options.bearer_tokens = api_options.bearer_tokens;
     auto metrics = metrics::Metrics::Create(MetricsOptions());
     ASSERT_TRUE(metrics.ok()) << metrics.status();
