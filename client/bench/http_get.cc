@@ -38,12 +38,14 @@ class Exchange {
   }
 
   // The error of the first step that failed; timeout when the exchange did
-  // not finish in time.
+  // not finish in time. step() names the step.
   beast::error_code Run(absl::Duration timeout) {
     error_ = beast::error::timeout;
+    step_ = "cannot resolve";
     resolver_.async_resolve(
         host_, port_, [this](beast::error_code error, auto endpoints) {
           if (error) return Finish(error);
+          step_ = "cannot connect to";
           stream_.async_connect(
               endpoints, [this](beast::error_code e, const tcp::endpoint&) {
                 if (e) return Finish(e);
@@ -57,12 +59,15 @@ class Exchange {
   const beast::http::response<beast::http::string_body>& response() {
     return parser_.get();
   }
+  const char* step() const { return step_; }
 
  private:
   void Send() {
+    step_ = "writing to";
     beast::http::async_write(
         stream_, request_, [this](beast::error_code error, size_t) {
           if (error) return Finish(error);
+          step_ = "reading from";
           beast::http::async_read(
               stream_, buffer_, parser_,
               [this](beast::error_code e, size_t) { Finish(e); });
@@ -82,12 +87,14 @@ class Exchange {
   beast::flat_buffer buffer_;
   beast::http::response_parser<beast::http::string_body> parser_;
   beast::error_code error_;
+  const char* step_ = "";
 };
 
 // A failure of the exchange as a Status: parse errors are DATA_LOSS (the
 // peer does not speak HTTP, or its answer is over the limit), the rest
 // UNAVAILABLE.
-absl::Status ExchangeError(beast::error_code error, absl::string_view address) {
+absl::Status ExchangeError(beast::error_code error, absl::string_view step,
+                           absl::string_view address) {
   const bool parse_error =
       error.category() ==
           beast::http::make_error_code(beast::http::error::bad_version)
@@ -99,7 +106,7 @@ absl::Status ExchangeError(beast::error_code error, absl::string_view address) {
                      " is not HTTP or too long: ", error.message()));
   }
   return absl::UnavailableError(
-      absl::StrCat("GET from ", address, ": ", error.message()));
+      absl::StrCat(step, " ", address, ": ", error.message()));
 }
 
 }  // namespace
@@ -133,7 +140,7 @@ absl::StatusOr<std::string> HttpGet(absl::string_view address,
   if (!split.ok()) return split;
   Exchange exchange(host, port, path, options);
   const beast::error_code error = exchange.Run(options.timeout);
-  if (error) return ExchangeError(error, address);
+  if (error) return ExchangeError(error, exchange.step(), address);
   const auto& response = exchange.response();
   if (response.result_int() != 200) {
     return absl::FailedPreconditionError(
