@@ -2,13 +2,14 @@
 # (docs/container.md).
 #
 #   podman build --format docker -t favor .          (or: docker build -t favor .)
-#   podman run -p 50051:50051 -p 9464:9464 favor
+#   podman run -p 50051:50051 -p 8080:8080 -p 9464:9464 favor
 #
 # Two stages: `build` holds the compilers and the -dev packages and builds
 # only what the image ships; the runtime stage holds the runtime libraries
-# (LibTorch with OpenBLAS, gRPC, protobuf, abseil, prometheus-cpp, glog), the
-# two programs and the default model, and runs as the unprivileged user
-# `favor`. `--format docker` keeps the HEALTHCHECK (the OCI format has none).
+# (LibTorch with OpenBLAS, gRPC, protobuf, abseil, OpenSSL for HTTPS,
+# prometheus-cpp, glog; Boost.Beast is header-only), the two programs and the
+# default model, and runs as the unprivileged user `favor`. `--format docker`
+# keeps the HEALTHCHECK (the OCI format has none).
 # The GPU variant is Dockerfile.gpu.
 
 ARG DEBIAN_IMAGE=debian:bookworm-slim
@@ -24,7 +25,8 @@ RUN --mount=type=cache,target=/var/cache/apt/archives,id=favor-apt-archives \
  && apt-get install -y --no-install-recommends \
       cmake ninja-build g++ ccache pkg-config \
       libtorch-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev \
-      libabsl-dev prometheus-cpp-dev libgoogle-glog-dev nlohmann-json3-dev \
+      libabsl-dev libboost1.74-dev libssl-dev prometheus-cpp-dev \
+      libgoogle-glog-dev nlohmann-json3-dev \
       libutf8proc-dev libsentencepiece-dev python3 nodejs npm \
  && rm -rf /var/lib/apt/lists/*
 
@@ -71,7 +73,7 @@ RUN printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*
  && apt-get update \
  && apt-get install -y --no-install-recommends \
       libtorch1.13 libopenblas0-pthread libgrpc++1.51 libprotobuf32 \
-      libabsl20220623 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
+      libabsl20220623 libssl3 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
       libgoogle-glog0v6 libutf8proc2 libsentencepiece0 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin \
  && groupadd --gid 10001 favor \
@@ -93,7 +95,7 @@ ENV FLAGS_bind_address=0.0.0.0 \
     FLAGS_model_repository=/opt/favor/models
 # favor, by number: Kubernetes' runAsNonRoot can check a number only.
 USER 10001:10001
-EXPOSE 50051 9464
+EXPOSE 50051 8080 9464
 # grpc.health.v1 through favor-cli; SERVING once every model has warmed up.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
   CMD favor-cli --endpoint="127.0.0.1:${FLAGS_port:-50051}" health || exit 1

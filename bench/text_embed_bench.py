@@ -76,7 +76,8 @@ def main():
         port, metrics_port = peer.free_port(), peer.free_port()
         server = subprocess.Popen(
             [args.server, "--model_repository=" + args.models,
-             "--port=%d" % port, "--metrics_port=%d" % metrics_port],
+             "--port=%d" % port, "--metrics_port=%d" % metrics_port,
+             "--http_port=0"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             channel = grpc.insecure_channel(

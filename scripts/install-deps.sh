@@ -12,6 +12,8 @@ packages=(
   # service
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   prometheus-cpp-dev libgoogle-glog-dev nlohmann-json3-dev
+  # HTTP: Boost.Beast (header-only) with OpenSSL for TLS (docs/http.md)
+  libboost1.74-dev libssl-dev
   # tokenizers: Unicode data and SentencePiece models
   libutf8proc-dev libsentencepiece-dev
   # tests: openssl makes throwaway certificates for the TLS tests

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <csignal>
 #include <cstdint>
@@ -44,12 +45,13 @@
 #include "server/attention/parallelism.h"
 #include "server/batching/batcher.h"
 #include "server/common/status_macros.h"
+#include "server/http/metrics_server.h"
+#include "server/http_flags.h"
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
 #include "server/model/model_repository.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
-#include "server/service/metrics_http_server.h"
 #include "server/service/server_credentials.h"
 
 namespace {
@@ -65,7 +67,8 @@ const favor::model::ModelOptions kModel;
 
 ABSL_FLAG(int, port, 50051, "gRPC port; 0 lets the kernel pick one (logged)");
 ABSL_FLAG(std::string, bind_address, "127.0.0.1",
-          "address gRPC and /metrics listen on (0.0.0.0: every interface)");
+          "address gRPC, HTTP and /metrics listen on (0.0.0.0: every "
+          "interface)");
 ABSL_FLAG(int, metrics_port, 9464,
           "port of the Prometheus endpoint /metrics; 0 picks one (logged)");
 ABSL_FLAG(std::string, model_repository, "models",
@@ -237,7 +240,8 @@ absl::Status WarmUp(const std::vector<const favor::model::Model*>& models) {
 absl::StatusOr<std::unique_ptr<favor::metrics::Metrics>> NewMetrics(
     const std::vector<const favor::model::Model*>& models) {
   favor::metrics::Metrics::Options options;
-  // Served by MetricsHttpServer (see there why not by prometheus-cpp).
+  // Served by favor::http::MetricsServer (see there why not by
+  // prometheus-cpp).
   options.serve_http = false;
   for (const favor::model::Model* model : models) {
     options.models.push_back(model->name());
@@ -254,20 +258,25 @@ absl::StatusOr<std::unique_ptr<favor::metrics::Metrics>> NewMetrics(
   return metrics;
 }
 
-absl::StatusOr<std::unique_ptr<favor::service::MetricsHttpServer>>
-StartMetricsHttp(const favor::metrics::Metrics* metrics) {
-  favor::service::MetricsHttpServer::Options options;
+absl::StatusOr<std::unique_ptr<favor::http::MetricsServer>> StartMetricsHttp(
+    const favor::metrics::Metrics* metrics) {
+  favor::http::HttpServer::Options options =
+      favor::http::MetricsServer::DefaultOptions();
   options.bind_address = absl::GetFlag(FLAGS_bind_address);
   options.port = absl::GetFlag(FLAGS_metrics_port);
   ASSIGN_OR_RETURN(auto http,
-                   favor::service::MetricsHttpServer::Create(options, metrics));
+                   favor::http::MetricsServer::Create(options, metrics));
   LOG(INFO) << "event=metrics_started address=" << options.bind_address
             << " port=" << http->port() << " path=/metrics";
   return http;
 }
 
+// What GET /health reports: the gRPC health status of the whole server.
+std::atomic<bool> serving_now{false};
+
 // Health of the whole server ("") and of the Favor service.
 void SetHealth(grpc::Server* server, bool serving) {
+  serving_now.store(serving);
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   if (health == nullptr) return;
   health->SetServingStatus(serving);
@@ -290,6 +299,11 @@ absl::StatusOr<std::vector<std::string>> TokensFromFlags() {
   LOG(INFO) << "event=auth_enabled tokens=" << tokens.size()
             << " file=" << path;
   return tokens;
+}
+
+favor::http::HttpServer::TlsFiles HttpTlsFromFlags() {
+  return {absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
+          absl::GetFlag(FLAGS_tls_client_ca_file)};
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
@@ -417,6 +431,11 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(auto service,
                    FavorService::Create(options, models, metrics.get()));
   ASSIGN_OR_RETURN(auto server, StartGrpc(service.get(), credentials));
+  ASSIGN_OR_RETURN(auto http_api,
+                   favor::StartHttpApi(
+                       server.get(), absl::GetFlag(FLAGS_bind_address),
+                       options.bearer_tokens, HttpTlsFromFlags(),
+                       [] { return serving_now.load(); }, metrics.get()));
   RETURN_IF_ERROR(WarmUp(models));
   SetHealth(server.get(), true);
   LOG(INFO) << "event=serving models="
@@ -433,14 +452,16 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Serves the Favor gRPC API (favor.v1.Favor, health, reflection) for "
-      "the models of --model_repository.\nUsage: favor-server "
+      "Serves the Favor gRPC API (favor.v1.Favor, health, reflection) and "
+      "its HTTP/JSON front (docs/http.md) for the models of "
+      "--model_repository.\nUsage: favor-server "
       "--model_repository=DIR [flags]");
   // --help lists this file's flags (absl's default looks for a file named
   // after the binary).
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "server/main.cc");
+    return absl::EndsWith(file, "server/main.cc") ||
+           absl::EndsWith(file, "server/http_flags.cc");
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);

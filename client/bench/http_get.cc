@@ -1,120 +1,112 @@
 #include "client/bench/http_get.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <vector>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "boost/asio/connect.hpp"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/beast/core.hpp"
+#include "boost/beast/http.hpp"
 
 namespace favor::bench {
 namespace {
 
-// Owns a socket descriptor.
-class Socket {
+namespace beast = boost::beast;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// One GET through Boost.Beast's client side. The steps are asynchronous
+// (Beast's timeouts apply to asynchronous operations only) and run on this
+// thread's io_context until done or the timeout.
+class Exchange {
  public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) close(fd_);
+  Exchange(const std::string& host, const std::string& port,
+           absl::string_view path, const HttpGetOptions& options)
+      : host_(host), port_(port), stream_(io_) {
+    request_ = {beast::http::verb::get,
+                beast::string_view(path.data(), path.size()), 10};
+    request_.set(beast::http::field::host, host);
+    request_.set(beast::http::field::accept, "text/plain");
+    request_.set(beast::http::field::connection, "close");
+    parser_.body_limit(options.max_body_bytes);
+    stream_.expires_after(absl::ToChronoNanoseconds(options.timeout));
   }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
+
+  // The error of the first step that failed; timeout when the exchange did
+  // not finish in time. step() names the step.
+  beast::error_code Run(absl::Duration timeout) {
+    error_ = beast::error::timeout;
+    step_ = "cannot resolve";
+    resolver_.async_resolve(
+        host_, port_, [this](beast::error_code error, auto endpoints) {
+          if (error) return Finish(error);
+          step_ = "cannot connect to";
+          stream_.async_connect(
+              endpoints, [this](beast::error_code e, const tcp::endpoint&) {
+                if (e) return Finish(e);
+                Send();
+              });
+        });
+    io_.run_for(absl::ToChronoNanoseconds(timeout));
+    return error_;
+  }
+
+  const beast::http::response<beast::http::string_body>& response() {
+    return parser_.get();
+  }
+  const char* step() const { return step_; }
 
  private:
-  int fd_;
+  void Send() {
+    step_ = "writing to";
+    beast::http::async_write(
+        stream_, request_, [this](beast::error_code error, size_t) {
+          if (error) return Finish(error);
+          step_ = "reading from";
+          beast::http::async_read(
+              stream_, buffer_, parser_,
+              [this](beast::error_code e, size_t) { Finish(e); });
+        });
+  }
+  void Finish(beast::error_code error) {
+    error_ = error;
+    io_.stop();
+  }
+
+  const std::string host_;
+  const std::string port_;
+  net::io_context io_;
+  tcp::resolver resolver_{io_};
+  beast::tcp_stream stream_;
+  beast::http::request<beast::http::empty_body> request_;
+  beast::flat_buffer buffer_;
+  beast::http::response_parser<beast::http::string_body> parser_;
+  beast::error_code error_;
+  const char* step_ = "";
 };
 
-absl::Status ErrnoError(absl::string_view what, absl::string_view address) {
-  return absl::UnavailableError(
-      absl::StrCat(what, " ", address, ": ", std::strerror(errno)));
-}
-
-// A socket connected to `address`, with receive and send timeouts set.
-absl::StatusOr<int> Connect(absl::string_view address, absl::Duration timeout) {
-  std::string host;
-  std::string port;
-  absl::Status split = SplitHostPort(address, &host, &port);
-  if (!split.ok()) return split;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int error = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
-  if (error != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot resolve ", address, ": ", gai_strerror(error)));
-  }
-  const timeval wait = absl::ToTimeval(timeout);
-  int fd = -1;
-  for (addrinfo* candidate = found; candidate != nullptr;
-       candidate = candidate->ai_next) {
-    fd = socket(candidate->ai_family, candidate->ai_socktype,
-                candidate->ai_protocol);
-    if (fd < 0) continue;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
-    if (connect(fd, candidate->ai_addr, candidate->ai_addrlen) == 0) break;
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(found);
-  if (fd < 0) return ErrnoError("cannot connect to", address);
-  return fd;
-}
-
-absl::StatusOr<std::string> ReadAll(const Socket& socket,
-                                    absl::string_view address,
-                                    size_t max_bytes) {
-  std::string response;
-  char buffer[16384];
-  for (;;) {
-    const ssize_t received = recv(socket.fd(), buffer, sizeof(buffer), 0);
-    if (received == 0) return response;
-    if (received < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("reading from", address);
-    }
-    response.append(buffer, static_cast<size_t>(received));
-    if (response.size() > max_bytes) {
-      return absl::DataLossError(absl::StrCat(
-          "answer from ", address, " is over ", max_bytes, " bytes"));
-    }
-  }
-}
-
-absl::StatusOr<std::string> BodyOf(absl::string_view response,
-                                   absl::string_view address) {
-  const size_t header_end = response.find("\r\n\r\n");
-  if (header_end == absl::string_view::npos) {
+// A failure of the exchange as a Status: parse errors are DATA_LOSS (the
+// peer does not speak HTTP, or its answer is over the limit), the rest
+// UNAVAILABLE.
+absl::Status ExchangeError(beast::error_code error, absl::string_view step,
+                           absl::string_view address) {
+  const bool parse_error =
+      error.category() ==
+          beast::http::make_error_code(beast::http::error::bad_version)
+              .category() &&
+      error != beast::http::error::end_of_stream;
+  if (parse_error) {
     return absl::DataLossError(
-        absl::StrCat("answer from ", address, " has no end of headers"));
+        absl::StrCat("answer from ", address,
+                     " is not HTTP or too long: ", error.message()));
   }
-  // "HTTP/1.x 200 OK"
-  const absl::string_view status_line =
-      response.substr(0, response.find("\r\n"));
-  const std::vector<absl::string_view> words =
-      absl::StrSplit(status_line, ' ', absl::SkipEmpty());
-  int code = 0;
-  if (words.size() < 2 || !absl::StartsWith(words[0], "HTTP/") ||
-      !absl::SimpleAtoi(words[1], &code)) {
-    return absl::DataLossError(absl::StrCat(
-        "answer from ", address, " is not HTTP: '", status_line, "'"));
-  }
-  if (code != 200) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(address, " answered '", status_line, "'"));
-  }
-  return std::string(response.substr(header_end + 4));
+  return absl::UnavailableError(
+      absl::StrCat(step, " ", address, ": ", error.message()));
 }
 
 }  // namespace
@@ -142,27 +134,21 @@ absl::Status SplitHostPort(absl::string_view address, std::string* host,
 absl::StatusOr<std::string> HttpGet(absl::string_view address,
                                     absl::string_view path,
                                     const HttpGetOptions& options) {
-  absl::StatusOr<int> fd = Connect(address, options.timeout);
-  if (!fd.ok()) return fd.status();
-  const Socket socket(*fd);
   std::string host;
   std::string port;
-  (void)SplitHostPort(address, &host, &port);
-  const std::string request =
-      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host,
-                   "\r\nAccept: text/plain\r\nConnection: close\r\n\r\n");
-  size_t sent = 0;
-  while (sent < request.size()) {
-    const ssize_t n = send(socket.fd(), request.data() + sent,
-                           request.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError("writing to", address);
-    sent += static_cast<size_t>(n);
+  absl::Status split = SplitHostPort(address, &host, &port);
+  if (!split.ok()) return split;
+  Exchange exchange(host, port, path, options);
+  const beast::error_code error = exchange.Run(options.timeout);
+  if (error) return ExchangeError(error, exchange.step(), address);
+  const auto& response = exchange.response();
+  if (response.result_int() != 200) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(address, " answered 'HTTP/", response.version() / 10, ".",
+                     response.version() % 10, " ", response.result_int(), " ",
+                     std::string(response.reason()), "'"));
   }
-  absl::StatusOr<std::string> response =
-      ReadAll(socket, address, options.max_body_bytes);
-  if (!response.ok()) return response.status();
-  return BodyOf(*response, address);
+  return response.body();
 }
 
 }  // namespace favor::bench

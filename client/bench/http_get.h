@@ -1,6 +1,6 @@
-// A minimal HTTP/1.0 GET, enough to scrape favor-server's /metrics without
-// an HTTP library: one request, `Connection: close`, the body read until
-// the server closes (HTTP/1.0 has no chunked encoding).
+// An HTTP/1.0 GET, enough to scrape favor-server's /metrics: one request,
+// `Connection: close`, through Boost.Beast's client side (the library the
+// server's HTTP runs on; no HTTP is parsed by hand).
 #ifndef FAVOR_CLIENT_BENCH_HTTP_GET_H_
 #define FAVOR_CLIENT_BENCH_HTTP_GET_H_
 
@@ -13,7 +13,8 @@
 namespace favor::bench {
 
 struct HttpGetOptions {
-  // Connecting, and each wait for data, give up after this long.
+  // The whole exchange (resolving, connecting, sending, reading) gives up
+  // after this long.
   absl::Duration timeout = absl::Seconds(10);
   // A larger body is refused (a misdirected scrape must not eat memory).
   size_t max_body_bytes = size_t{64} << 20;

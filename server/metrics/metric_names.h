@@ -32,6 +32,9 @@ inline constexpr absl::string_view kBatchSizeTokens = "favor_batch_size_tokens";
 // the tokenizer threads: {model}.
 inline constexpr absl::string_view kTokenizationDurationSeconds =
     "favor_tokenization_duration_seconds";
+// HTTP requests from their header to their answer (http/): {route}.
+inline constexpr absl::string_view kHttpRequestDurationSeconds =
+    "favor_http_request_duration_seconds";
 // Tokens per input (after truncation): {model}.
 inline constexpr absl::string_view kInputLengthTokens =
     "favor_input_length_tokens";
@@ -48,6 +51,12 @@ inline constexpr absl::string_view kModelInfo = "favor_model_info";
 // ---- Counters ----
 // Answered calls: {model, method, code}.
 inline constexpr absl::string_view kRequestsTotal = "favor_requests_total";
+// Answered HTTP requests, refused ones included: {route, code}. The service
+// calls they make are also in favor_requests_total, which counts every call
+// the service answers whichever protocol carried it; this one shows HTTP
+// beside it, and what the HTTP edge refused by itself (401, 413, 431, ...).
+inline constexpr absl::string_view kHttpRequestsTotal =
+    "favor_http_requests_total";
 // Tokens computed (successful batches only): {model}.
 inline constexpr absl::string_view kTokensProcessedTotal =
     "favor_tokens_processed_total";
@@ -61,6 +70,8 @@ inline constexpr absl::string_view kVersionLabel = "version";
 inline constexpr absl::string_view kKernelLabel = "kernel";
 inline constexpr absl::string_view kDeviceLabel = "device";
 inline constexpr absl::string_view kDtypeLabel = "dtype";
+// The HTTP route, one of kHttpRoutes or "(other)".
+inline constexpr absl::string_view kRouteLabel = "route";
 
 // ---- Label values that keep the label sets bounded ----
 // `model` of calls that use no model (Attend, ListModels) or name none.
@@ -82,6 +93,15 @@ inline constexpr absl::string_view kMethodTokenize = "Tokenize";
 inline constexpr absl::string_view kMethods[] = {
     kMethodEmbed,      kMethodEmbedStream, kMethodAttend,
     kMethodListModels, kMethodGetModel,    kMethodTokenize};
+
+// The HTTP routes, as `route` values; anything else is "(other)". HTTP
+// `code` values are the status numbers of kHttpCodes, others "(other)".
+inline constexpr absl::string_view kHttpRoutes[] = {
+    "/v1/embeddings",     "/v1/models",        "/health",
+    "/v1/favor/Embed",    "/v1/favor/Attend",  "/v1/favor/ListModels",
+    "/v1/favor/GetModel", "/v1/favor/Tokenize"};
+inline constexpr int kHttpCodes[] = {200, 400, 401, 403, 404, 405, 409, 413,
+                                     429, 431, 499, 500, 501, 503, 504};
 
 }  // namespace favor::metrics
 

@@ -110,6 +110,12 @@ class Metrics {
   virtual void SetQueueDepth(absl::string_view model, int64_t num_requests) = 0;
   // Tokens computed successfully.
   virtual void AddTokens(absl::string_view model, int64_t num_tokens) = 0;
+  // One answered HTTP request (favor_http_requests_total{route, code},
+  // favor_http_request_duration_seconds{route}); `route` outside
+  // kHttpRoutes and codes outside kHttpCodes are "(other)". Records
+  // nothing unless overridden.
+  virtual void RecordHttpRequest(absl::string_view route, int status_code,
+                                 absl::Duration duration) {}
   // What favor_model_info says of one model.
   struct ModelInfoLabels {
     std::string model;

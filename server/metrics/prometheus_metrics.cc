@@ -17,6 +17,7 @@
 #include "prometheus/text_serializer.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/buckets.h"
+#include "server/metrics/http_series.h"
 #include "server/metrics/metric_names.h"
 
 namespace favor::metrics {
@@ -144,6 +145,7 @@ absl::Status PrometheusMetrics::Build(const Options& options) {
   // throwing.
   try {
     BuildFamilies();
+    http_ = std::make_unique<HttpSeries>(*registry_);
     return BuildModelSeries(options);
   } catch (const std::exception& e) {
     return absl::InternalError(
@@ -249,6 +251,12 @@ PrometheusMetrics::NewModelSeries(const std::string& label) {
   series->requests =
       std::make_unique<RequestSeries[]>(method_names_.size() * kNumCodes);
   return series;
+}
+
+void PrometheusMetrics::RecordHttpRequest(absl::string_view route,
+                                          int status_code,
+                                          absl::Duration duration) {
+  http_->Record(route, status_code, duration);
 }
 
 absl::Status PrometheusMetrics::StartHttp(const Options& options) {

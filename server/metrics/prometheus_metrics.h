@@ -31,6 +31,8 @@ class Family;
 
 namespace favor::metrics {
 
+class HttpSeries;
+
 class PrometheusMetrics final : public Metrics {
  public:
   // See Metrics::Create.
@@ -51,6 +53,8 @@ class PrometheusMetrics final : public Metrics {
   void RecordInputLength(absl::string_view model, int64_t num_tokens) override;
   void SetQueueDepth(absl::string_view model, int64_t num_requests) override;
   void AddTokens(absl::string_view model, int64_t num_tokens) override;
+  void RecordHttpRequest(absl::string_view route, int status_code,
+                         absl::Duration duration) override;
   void SetModelInfo(const ModelInfoLabels& info) override;
   std::string SerializeText() const override;
 
@@ -85,6 +89,7 @@ class PrometheusMetrics final : public Metrics {
   std::vector<std::string> method_names_;  // Last: "(other)".
   absl::flat_hash_map<std::string, int> method_index_;
   std::vector<prometheus::Gauge*> in_flight_;  // By method index.
+  std::unique_ptr<HttpSeries> http_;
 
   absl::Mutex model_info_mutex_;
   absl::flat_hash_map<std::string, prometheus::Gauge*> model_info_

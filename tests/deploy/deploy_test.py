@@ -221,7 +221,7 @@ def check_compose_mutations(config, deploy_dir):
 def flags_accepted(server, command):
     """favor-server parses `command`'s flags: it gets as far as the model repository."""
     args = [server] + command + ["--model_repository=/nonexistent/favor-models",
-                                     "--port=0", "--metrics_port=0"]
+                                     "--port=0", "--metrics_port=0", "--http_port=0"]
     result = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=60)
     print("$ %s\n%s" % (" ".join(args), result.stdout[-1500:]))
@@ -1004,7 +1004,8 @@ def test_live(repo, server_binary, models, proto_root, cli_binary=None):
         server_log = os.path.join(out, "server.log")
         server = start([server_binary, "--flagfile=" + configmap_flagfile(repo, out),
                         "--bind_address=127.0.0.1", "--port=%d" % port,
-                        "--metrics_port=%d" % metrics_port, "--model_repository=" + models,
+                        "--metrics_port=%d" % metrics_port, "--http_port=0",
+                        "--model_repository=" + models,
                         "--drain_timeout_seconds=5"], server_log)
         prometheus = None
         prometheus_log = os.path.join(out, "prometheus.log")

@@ -1,92 +1,16 @@
 #include "tests/metrics/scrape.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tests/http/http_client.h"
 
 namespace favor::metrics::scrape {
 namespace {
-
-absl::Status ErrnoError(absl::string_view what) {
-  return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
-
-// Closes the socket however the request ends.
-class Socket {
- public:
-  Socket() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {}
-  ~Socket() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-absl::Status Connect(const Socket& socket, int port) {
-  if (socket.fd() < 0) return ErrnoError("socket");
-  timeval timeout{};
-  timeout.tv_sec = 10;
-  setsockopt(socket.fd(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(socket.fd(), reinterpret_cast<const sockaddr*>(&address),
-              sizeof(address)) != 0) {
-    return ErrnoError(absl::StrCat("connect to 127.0.0.1:", port));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> Exchange(const Socket& socket,
-                                     const std::string& request) {
-  if (send(socket.fd(), request.data(), request.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(request.size())) {
-    return ErrnoError("send");
-  }
-  std::string response;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t received = recv(socket.fd(), buffer, sizeof(buffer), 0);
-    if (received == 0) return response;
-    if (received < 0) return ErrnoError("recv");
-    response.append(buffer, static_cast<size_t>(received));
-  }
-}
-
-absl::StatusOr<HttpResponse> ParseResponse(absl::string_view raw) {
-  const size_t header_end = raw.find("\r\n\r\n");
-  if (header_end == absl::string_view::npos) {
-    return absl::DataLossError(absl::StrCat("no end of headers in: ", raw));
-  }
-  HttpResponse response;
-  response.headers = std::string(raw.substr(0, header_end));
-  response.body = std::string(raw.substr(header_end + 4));
-  // "HTTP/1.1 200 OK"
-  const std::vector<absl::string_view> status_line =
-      absl::StrSplit(raw.substr(0, raw.find("\r\n")), ' ');
-  if (status_line.size() < 2 ||
-      !absl::SimpleAtoi(status_line[1], &response.status_code)) {
-    return absl::DataLossError(absl::StrCat("bad status line in: ", raw));
-  }
-  return response;
-}
 
 // Splits `name{a="x",b="y"} 1.5` into its parts; false for other lines.
 bool ParseSample(absl::string_view line, absl::string_view& name,
@@ -119,15 +43,17 @@ bool ParseSample(absl::string_view line, absl::string_view& name,
 }  // namespace
 
 absl::StatusOr<HttpResponse> HttpGet(int port, absl::string_view path) {
-  Socket socket;
-  absl::Status connected = Connect(socket, port);
-  if (!connected.ok()) return connected;
-  absl::StatusOr<std::string> raw =
-      Exchange(socket, absl::StrCat("GET ", path,
-                                    " HTTP/1.0\r\nHost: 127.0.0.1\r\n"
-                                    "Connection: close\r\n\r\n"));
-  if (!raw.ok()) return raw.status();
-  return ParseResponse(*raw);
+  http::testing::FetchOptions options;
+  options.target = std::string(path);
+  options.headers = {{"Connection", "close"}};
+  absl::StatusOr<http::testing::Fetched> fetched =
+      http::testing::Fetch(port, options);
+  if (!fetched.ok()) return fetched.status();
+  HttpResponse response;
+  response.status_code = fetched->status;
+  response.headers = std::move(fetched->headers);
+  response.body = std::move(fetched->body);
+  return response;
 }
 
 std::optional<double> FindSample(absl::string_view exposition,

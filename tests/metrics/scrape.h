@@ -18,9 +18,8 @@ struct HttpResponse {
   std::string body;
 };
 
-// `GET <path>` from 127.0.0.1:<port> over HTTP/1.0 (so the server closes the
-// connection after one response, and sends no chunked encoding). Gives up
-// after 10 s without data.
+// `GET <path>` from 127.0.0.1:<port> (tests/http/http_client.h, on the
+// server's HTTP library). Gives up after 10 s.
 absl::StatusOr<HttpResponse> HttpGet(int port, absl::string_view path);
 
 using LabelSet = std::map<std::string, std::string>;

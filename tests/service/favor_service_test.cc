@@ -2,7 +2,7 @@
 // direct Model::Embed calls under concurrency, deadlines, cancellation, a
 // full queue, draining, model descriptions, Attend and a service without
 // metrics. EmbedStream: embed_stream_call_test.cc; the /metrics scrape:
-// metrics_http_server_test.cc.
+// tests/http/metrics_server_test.cc.
 #include "server/service/favor_service.h"
 
 #include <chrono>

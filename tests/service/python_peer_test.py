@@ -142,7 +142,7 @@ def main():
         with open(log_path, "w") as log:
             server = subprocess.Popen(
                 [binary, "--model_repository=" + repository, "--port=%d" % port,
-                 "--metrics_port=%d" % metrics_port, "--threads=2",
+                 "--metrics_port=%d" % metrics_port, "--http_port=0", "--threads=2",
                  "--drain_timeout_seconds=5"], stdout=log, stderr=subprocess.STDOUT)
         try:
             channel = grpc.insecure_channel("127.0.0.1:%d" % port)

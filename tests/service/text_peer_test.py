@@ -315,7 +315,7 @@ def main():
         with open(log_path, "w") as log:
             process = subprocess.Popen(
                 [server, "--model_repository=" + repo, "--port=%d" % port,
-                 "--metrics_port=%d" % metrics_port, "--threads=2",
+                 "--metrics_port=%d" % metrics_port, "--http_port=0", "--threads=2",
                  "--max_text_bytes_per_call=%d" % TEXT_BYTE_LIMIT],
                 stdout=log, stderr=subprocess.STDOUT)
         try:

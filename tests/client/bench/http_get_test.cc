@@ -1,46 +1,46 @@
-// HttpGet against a real HTTP server on loopback: a thread that accepts one
-// connection at a time, reads the request and answers with a canned reply.
+// HttpGet against a real server on loopback: a thread that accepts one
+// connection at a time, reads the request with Boost.Beast's parser and
+// answers with canned bytes (some of them not HTTP at all).
 #include "client/bench/http_get.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+#include <atomic>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/write.hpp"
+#include "boost/beast/core.hpp"
+#include "boost/beast/http.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace favor::bench {
 namespace {
 
+namespace beast = boost::beast;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 // Serves `reply` to every connection and keeps the last request it read.
 class CannedHttpServer {
  public:
-  explicit CannedHttpServer(std::string reply) : reply_(std::move(reply)) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
-              0);
-    EXPECT_EQ(listen(fd_, 4), 0);
-    socklen_t length = sizeof(address);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
-    thread_ = std::thread([this] { Serve(); });
-  }
+  explicit CannedHttpServer(std::string reply)
+      : reply_(std::move(reply)),
+        acceptor_(io_, {net::ip::make_address("127.0.0.1"), 0}),
+        port_(acceptor_.local_endpoint().port()),
+        thread_([this] { Serve(); }) {}
   ~CannedHttpServer() {
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
+    stop_.store(true);
+    tcp::socket wake(io_);  // unblocks accept()
+    beast::error_code ignored;
+    wake.connect(acceptor_.local_endpoint(), ignored);
     thread_.join();
   }
 
@@ -53,30 +53,31 @@ class CannedHttpServer {
  private:
   void Serve() {
     for (;;) {
-      const int client = accept(fd_, nullptr, nullptr);
-      if (client < 0) return;
-      std::string request;
-      char buffer[1024];
-      while (request.find("\r\n\r\n") == std::string::npos) {
-        const ssize_t n = recv(client, buffer, sizeof(buffer), 0);
-        if (n <= 0) break;
-        request.append(buffer, static_cast<size_t>(n));
-      }
+      tcp::socket client(io_);
+      beast::error_code error;
+      acceptor_.accept(client, error);
+      if (error || stop_.load()) return;
+      beast::flat_buffer buffer;
+      beast::http::request<beast::http::empty_body> request;
+      beast::http::read(client, buffer, request, error);
+      std::ostringstream header;
+      header << request.base();
       {
         absl::MutexLock lock(&mu_);
-        last_request_ = request;
+        last_request_ = header.str();
       }
-      send(client, reply_.data(), reply_.size(), MSG_NOSIGNAL);
-      close(client);
+      net::write(client, net::buffer(reply_), error);
     }
   }
 
   const std::string reply_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
+  net::io_context io_;
+  tcp::acceptor acceptor_;
+  const int port_;
+  std::atomic<bool> stop_{false};
   absl::Mutex mu_;
   std::string last_request_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;  // last: starts once the rest is built
 };
 
 TEST(HttpGetTest, ReturnsTheBodyOfA200) {

@@ -62,7 +62,7 @@ class FavorServer:
         with open(log_path, "w") as log:
             self.process = subprocess.Popen(
                 [binary, "--model_repository=" + repository, "--port=0",
-                 "--metrics_port=0", "--threads=1", "--drain_timeout_seconds=5"]
+                 "--metrics_port=0", "--http_port=0", "--threads=1", "--drain_timeout_seconds=5"]
                 + list(extra_flags),
                 stdout=log, stderr=subprocess.STDOUT)
         try:

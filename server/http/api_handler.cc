@@ -1,0 +1,258 @@
+#include "server/http/api_handler.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "favor/v1/favor.pb.h"
+#include "server/http/api_errors.h"
+#include "server/http/openai_embeddings.h"
+#include "server/service/bearer_auth.h"
+
+namespace favor::http {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+constexpr absl::string_view kFavorPrefix = "/v1/favor/";
+constexpr absl::string_view kTimeoutHeader = "X-Request-Timeout";
+
+enum class RouteKind { kEmbeddings, kModels, kHealth, kFavor, kNone };
+
+struct Route {
+  RouteKind kind = RouteKind::kNone;
+  bhttp::verb verb = bhttp::verb::get;
+  std::string method;  // kFavor: the RPC's name
+};
+
+absl::string_view ViewOf(boost::beast::string_view view) {
+  return absl::string_view(view.data(), view.size());
+}
+
+// The `route` label of metrics (metric_names.h bounds it).
+std::string RouteLabel(const Route& route, boost::beast::string_view target) {
+  if (route.kind == RouteKind::kNone) return "(other)";
+  if (route.kind == RouteKind::kFavor) {
+    return absl::StrCat(kFavorPrefix, route.method);
+  }
+  absl::string_view path = ViewOf(target);
+  return std::string(path.substr(0, path.find('?')));
+}
+
+Route RouteOf(boost::beast::string_view target) {
+  absl::string_view path = ViewOf(target);
+  path = path.substr(0, path.find('?'));
+  if (path == "/v1/embeddings")
+    return {RouteKind::kEmbeddings, bhttp::verb::post, ""};
+  if (path == "/v1/models") return {RouteKind::kModels, bhttp::verb::get, ""};
+  if (path == "/health") return {RouteKind::kHealth, bhttp::verb::get, ""};
+  if (absl::ConsumePrefix(&path, kFavorPrefix) && !path.empty()) {
+    return {RouteKind::kFavor, bhttp::verb::post, std::string(path)};
+  }
+  return {};
+}
+
+// "2.5" (seconds) or an absl duration ("500ms", "2s"); positive.
+absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text) {
+  double seconds = 0;
+  absl::Duration timeout;
+  if (absl::SimpleAtod(text, &seconds)) {
+    timeout = absl::Seconds(seconds);
+  } else if (!absl::ParseDuration(text, &timeout)) {
+    timeout = absl::ZeroDuration();
+  }
+  if (timeout <= absl::ZeroDuration() || timeout == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kTimeoutHeader,
+                     " is a positive number of seconds ('2.5') or a "
+                     "duration ('500ms'), not '",
+                     text, "'"));
+  }
+  return timeout;
+}
+
+// The service's answer as a `Message`, or the error to answer with.
+template <typename Message>
+absl::StatusOr<Message> ParseAnswer(const ServiceClient::Answer& answer) {
+  if (!answer.status.ok()) return answer.status;
+  Message message;
+  if (!message.ParseFromString(answer.response)) {
+    return absl::InternalError("the service's answer cannot be read");
+  }
+  return message;
+}
+
+Response JsonResponse(std::string json) {
+  return MakeResponse(Status::ok, "application/json", std::move(json));
+}
+
+}  // namespace
+
+ApiHandler::ApiHandler(const Options& options,
+                       std::shared_ptr<grpc::Channel> channel,
+                       absl::AnyInvocable<bool() const> serving,
+                       metrics::Metrics* metrics)
+    : options_(options),
+      serving_(std::move(serving)),
+      metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
+      client_(std::move(channel)) {}
+
+Responder ApiHandler::Recorded(std::string route, Responder respond) const {
+  return [this, route = std::move(route), start = absl::Now(),
+          respond = std::move(respond)](Response response) mutable {
+    metrics_->RecordHttpRequest(route, response.result_int(),
+                                absl::Now() - start);
+    respond(std::move(response));
+  };
+}
+
+Response ApiHandler::Refuse(Status status, absl::string_view message) {
+  Response response = ErrorResponse(status, message);
+  metrics_->RecordHttpRequest("(other)", response.result_int(),
+                              absl::ZeroDuration());
+  return response;
+}
+
+std::optional<Response> ApiHandler::CheckHeader(const RequestHeader& header) {
+  std::optional<Response> refusal = Admit(header);
+  if (refusal.has_value()) {
+    metrics_->RecordHttpRequest(
+        RouteLabel(RouteOf(header.target()), header.target()),
+        refusal->result_int(), absl::ZeroDuration());
+  }
+  return refusal;
+}
+
+std::optional<Response> ApiHandler::Admit(const RequestHeader& header) {
+  const Route route = RouteOf(header.target());
+  if (route.kind == RouteKind::kNone) {
+    return ErrorResponse(
+        Status::not_found,
+        absl::StrCat("no such path: ", ViewOf(header.target())));
+  }
+  if (header.method() != route.verb) {
+    return ErrorResponse(
+        Status::method_not_allowed,
+        absl::StrCat(ViewOf(header.target()), " takes ",
+                     ViewOf(bhttp::to_string(route.verb)), " only"));
+  }
+  if (route.kind == RouteKind::kHealth) return std::nullopt;
+  if (route.kind == RouteKind::kFavor) {
+    absl::Status method = favor_json_.CheckMethod(route.method);
+    if (!method.ok()) return ErrorResponse(method);
+  }
+  if (!options_.bearer_tokens.empty()) {
+    absl::Status key = service::CheckBearerToken(
+        ViewOf(header[bhttp::field::authorization]), options_.bearer_tokens);
+    if (!key.ok()) return ErrorResponse(key);
+  }
+  absl::StatusOr<ServiceClient::CallOptions> call = CallOptionsOf(header);
+  if (!call.ok()) return ErrorResponse(call.status());
+  return std::nullopt;
+}
+
+absl::StatusOr<ServiceClient::CallOptions> ApiHandler::CallOptionsOf(
+    const RequestHeader& header) const {
+  ServiceClient::CallOptions call;
+  absl::Duration timeout = options_.default_timeout;
+  const auto found = header.find(
+      boost::beast::string_view(kTimeoutHeader.data(), kTimeoutHeader.size()));
+  if (found != header.end()) {
+    absl::StatusOr<absl::Duration> parsed =
+        ParseTimeout(ViewOf(found->value()));
+    if (!parsed.ok()) return parsed.status();
+    timeout = *parsed;
+  }
+  call.deadline = absl::Now() + timeout;
+  call.authorization = std::string(header[bhttp::field::authorization]);
+  return call;
+}
+
+void ApiHandler::Handle(const Request& request, Responder unrecorded) {
+  const Route route = RouteOf(request.target());
+  Responder respond =
+      Recorded(RouteLabel(route, request.target()), std::move(unrecorded));
+  switch (route.kind) {
+    case RouteKind::kEmbeddings:
+      return Embeddings(request, std::move(respond));
+    case RouteKind::kModels:
+      return Models(request, std::move(respond));
+    case RouteKind::kHealth:
+      return Health(std::move(respond));
+    case RouteKind::kFavor:
+      return FavorMethod(route.method, request, std::move(respond));
+    case RouteKind::kNone:
+      break;
+  }
+  respond(ErrorResponse(Status::not_found, "no such path"));
+}
+
+void ApiHandler::Embeddings(const Request& request, Responder respond) {
+  absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(request.body());
+  absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
+  if (!call.ok() || !options.ok()) {
+    return respond(
+        ErrorResponse(!call.ok() ? call.status() : options.status()));
+  }
+  client_.Call(
+      "Embed", call->request.SerializeAsString(), *options,
+      [base64 = call->base64,
+       respond = std::move(respond)](ServiceClient::Answer answer) mutable {
+        auto response = ParseAnswer<v1::EmbedResponse>(answer);
+        if (!response.ok()) {
+          return respond(
+              ErrorResponse(response.status(), answer.retry_after_millis));
+        }
+        respond(JsonResponse(EmbeddingsResponseJson(*response, base64)));
+      });
+}
+
+void ApiHandler::Models(const Request& request, Responder respond) {
+  absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
+  if (!options.ok()) return respond(ErrorResponse(options.status()));
+  client_.Call(
+      "ListModels", v1::ListModelsRequest().SerializeAsString(), *options,
+      [respond = std::move(respond)](ServiceClient::Answer answer) mutable {
+        auto response = ParseAnswer<v1::ListModelsResponse>(answer);
+        if (!response.ok()) {
+          return respond(
+              ErrorResponse(response.status(), answer.retry_after_millis));
+        }
+        respond(JsonResponse(ModelListJson(*response)));
+      });
+}
+
+void ApiHandler::Health(Responder respond) const {
+  const bool serving = serving_();
+  respond(MakeResponse(
+      serving ? Status::ok : Status::service_unavailable, "application/json",
+      serving ? R"({"status":"SERVING"})" : R"({"status":"NOT_SERVING"})"));
+}
+
+void ApiHandler::FavorMethod(const std::string& method, const Request& request,
+                             Responder respond) {
+  absl::StatusOr<std::string> binary =
+      favor_json_.RequestFromJson(method, request.body());
+  absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
+  if (!binary.ok() || !options.ok()) {
+    return respond(
+        ErrorResponse(!binary.ok() ? binary.status() : options.status()));
+  }
+  client_.Call(method, *std::move(binary), *options,
+               [this, method, respond = std::move(respond)](
+                   ServiceClient::Answer answer) mutable {
+                 absl::StatusOr<std::string> json =
+                     answer.status.ok()
+                         ? favor_json_.ResponseToJson(method, answer.response)
+                         : absl::StatusOr<std::string>(answer.status);
+                 if (!json.ok()) {
+                   return respond(
+                       ErrorResponse(json.status(), answer.retry_after_millis));
+                 }
+                 respond(JsonResponse(*std::move(json)));
+               });
+}
+
+}  // namespace favor::http

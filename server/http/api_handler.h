@@ -1,0 +1,86 @@
+// The HTTP API of favor-server (docs/http.md), a Handler of HttpServer:
+//
+//   POST /v1/embeddings     OpenAI's embeddings (openai_embeddings.h)
+//   GET  /v1/models         OpenAI's model list
+//   POST /v1/favor/<Method> every unary favor.v1.Favor RPC as proto3 JSON
+//                           (favor_json.h)
+//   GET  /health            200 while serving, 503 otherwise; no key needed
+//
+// Handlers only translate: JSON to the service's own gRPC calls
+// (service_client.h) and the answers, or their Status codes, back
+// (api_errors.h). Before a body is read, the header is checked: the path
+// and method, the bearer token (with Options.bearer_tokens, the same
+// CheckBearerToken the service applies, so an unauthenticated client cannot
+// make the server read or parse a body), and `X-Request-Timeout`.
+//
+// Deadlines: `X-Request-Timeout` (seconds, "2.5", or a duration, "500ms")
+// or Options.default_timeout, from when the request is in; the service
+// answers DEADLINE_EXCEEDED (504) past it, queued work not computed.
+#ifndef FAVOR_SERVER_HTTP_API_HANDLER_H_
+#define FAVOR_SERVER_HTTP_API_HANDLER_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "server/http/favor_json.h"
+#include "server/http/http_server.h"
+#include "server/http/service_client.h"
+#include "server/metrics/metrics.h"
+
+namespace favor::http {
+
+class ApiHandler final : public Handler {
+ public:
+  struct Options {
+    // Non-empty: every request but GET /health needs
+    // "Authorization: Bearer <t>" with `t` one of these (the service's
+    // tokens, FavorService::Options::bearer_tokens).
+    std::vector<std::string> bearer_tokens;
+    // The deadline of a request without X-Request-Timeout.
+    absl::Duration default_timeout = absl::Seconds(60);
+  };
+
+  // `channel` reaches the Favor service (favor-server: the gRPC server's
+  // in-process channel). `serving` says whether GET /health answers 200;
+  // called on the server's threads. Every answer is recorded in `metrics`
+  // (null: Metrics::Noop()), which must outlive the handler.
+  ApiHandler(const Options& options, std::shared_ptr<grpc::Channel> channel,
+             absl::AnyInvocable<bool() const> serving,
+             metrics::Metrics* metrics = nullptr);
+
+  std::optional<Response> CheckHeader(const RequestHeader& header) override;
+  void Handle(const Request& request, Responder respond) override;
+  Response Refuse(Status status, absl::string_view message) override;
+
+  // Implementation details follow.
+ private:
+  void Embeddings(const Request& request, Responder respond);
+  void Models(const Request& request, Responder respond);
+  void Health(Responder respond) const;
+  void FavorMethod(const std::string& method, const Request& request,
+                   Responder respond);
+  // CheckHeader's checks, unrecorded.
+  std::optional<Response> Admit(const RequestHeader& header);
+  // The deadline and the key a service call carries.
+  absl::StatusOr<ServiceClient::CallOptions> CallOptionsOf(
+      const RequestHeader& header) const;
+
+  // `respond`, recording the answer under `route` first.
+  Responder Recorded(std::string route, Responder respond) const;
+
+  const Options options_;
+  absl::AnyInvocable<bool() const> serving_;
+  metrics::Metrics* const metrics_;
+  ServiceClient client_;
+  FavorJson favor_json_;
+};
+
+}  // namespace favor::http
+
+#endif  // FAVOR_SERVER_HTTP_API_HANDLER_H_

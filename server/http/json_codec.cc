@@ -1,0 +1,46 @@
+#include "server/http/json_codec.h"
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/common.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace favor::http {
+
+absl::Status CheckUtf8(absl::string_view text, absl::string_view what) {
+  // The test protobuf applies to a proto3 string when it parses one.
+  if (google::protobuf::internal::IsStructurallyValidUTF8(
+          text.data(), static_cast<int>(text.size()))) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " is not valid UTF-8 (JSON must be)"));
+}
+
+absl::Status ParseJson(absl::string_view json,
+                       google::protobuf::Message* message) {
+  absl::Status utf8 = CheckUtf8(json, "the request body");
+  if (!utf8.ok()) return utf8;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), message,
+      options);
+  if (status.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the request body is not a valid ", message->GetDescriptor()->name(),
+      ": ", std::string(status.message())));
+}
+
+std::string PrintJson(const google::protobuf::Message& message,
+                      bool with_defaults) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = with_defaults;
+  std::string json;
+  // Only fails for a message that cannot be printed (a broken Any); ours
+  // have none.
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+}  // namespace favor::http

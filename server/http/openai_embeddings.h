@@ -1,0 +1,43 @@
+// OpenAI's embeddings API as Favor's Embed call, and back: nothing but
+// translation (the service validates, batches and computes).
+//
+// Request: `input` is a string, an array of strings, an array of token ids
+// or an array of arrays of token ids (each text or token list one
+// EmbedInput); `model` empty means the default model; `encoding_format` is
+// "float" (default) or "base64"; `dimensions` becomes
+// EmbedRequest.dimensions; `user` is ignored. What OpenAI itself refuses
+// (an empty input, an empty string, mixed arrays, a token id that is not a
+// non-negative integer, an unknown field) is INVALID_ARGUMENT here with the
+// field as its param (api_errors.h); the rest is the service's to judge.
+//
+// Response: {"object":"list","data":[{"object":"embedding","index":i,
+// "embedding":[...] or "<base64>"}],"model":...,"usage":{"prompt_tokens":n,
+// "total_tokens":n}}, base64 being the little-endian float32 bytes.
+#ifndef FAVOR_SERVER_HTTP_OPENAI_EMBEDDINGS_H_
+#define FAVOR_SERVER_HTTP_OPENAI_EMBEDDINGS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "favor/v1/favor.pb.h"
+
+namespace favor::http {
+
+struct EmbeddingsCall {
+  v1::EmbedRequest request;
+  bool base64 = false;
+};
+
+absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view json);
+
+std::string EmbeddingsResponseJson(const v1::EmbedResponse& response,
+                                   bool base64);
+
+// GET /v1/models: {"object":"list","data":[{"id","object":"model",
+// "created":0,"owned_by":"favor"}]}.
+std::string ModelListJson(const v1::ListModelsResponse& response);
+
+}  // namespace favor::http
+
+#endif  // FAVOR_SERVER_HTTP_OPENAI_EMBEDDINGS_H_

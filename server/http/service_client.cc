@@ -1,0 +1,78 @@
+#include "server/http/service_client.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "server/service/status_mapping.h"
+
+namespace favor::http {
+namespace {
+
+// What one call owns until its completion callback has run.
+struct PendingCall {
+  grpc::ClientContext context;
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer response;
+  absl::AnyInvocable<void(ServiceClient::Answer)> done;
+};
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (!buffer.Dump(&slices).ok()) return bytes;
+  bytes.reserve(buffer.Length());
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return bytes;
+}
+
+std::optional<int64_t> RetryHint(const grpc::ClientContext& context) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto it = trailers.find(std::string(service::kRetryAfterMsTrailer));
+  int64_t millis = 0;
+  if (it == trailers.end() ||
+      !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()),
+                        &millis)) {
+    return std::nullopt;
+  }
+  return millis;
+}
+
+}  // namespace
+
+ServiceClient::ServiceClient(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)), stub_(channel_) {}
+
+void ServiceClient::Call(absl::string_view method, std::string request,
+                         const CallOptions& options,
+                         absl::AnyInvocable<void(Answer)> done) {
+  auto call = std::make_shared<PendingCall>();
+  call->done = std::move(done);
+  if (options.deadline != absl::InfiniteFuture()) {
+    call->context.set_deadline(absl::ToChronoTime(options.deadline));
+  }
+  if (!options.authorization.empty()) {
+    call->context.AddMetadata("authorization", options.authorization);
+  }
+  grpc::Slice slice(std::move(request));
+  call->request = grpc::ByteBuffer(&slice, 1);
+  stub_.UnaryCall(&call->context, absl::StrCat("/favor.v1.Favor/", method),
+                  grpc::StubOptions(), &call->request, &call->response,
+                  [call](grpc::Status status) {
+                    Answer answer;
+                    answer.status = absl::Status(
+                        static_cast<absl::StatusCode>(status.error_code()),
+                        status.error_message());
+                    if (status.ok()) {
+                      answer.response = Flatten(call->response);
+                    } else {
+                      answer.retry_after_millis = RetryHint(call->context);
+                    }
+                    call->done(std::move(answer));
+                  });
+}
+
+}  // namespace favor::http

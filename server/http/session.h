@@ -1,0 +1,266 @@
+// One connection of HttpServer (internal to http_server.cc), over a plain
+// TCP stream or a TLS one. A session reads one request at a time (header,
+// then body), hands it to the Handler and writes the answer, then reads the
+// next request if both sides keep the connection alive. All of its work
+// runs on its strand; a Responder posts the answer there from any thread.
+//
+// Timeouts are the stream's: one deadline covers waiting for and reading a
+// whole request (max_request_read_time), another writing the answer; when
+// one passes the stream closes the socket and the pending operation ends
+// with beast::error::timeout, which ends the session.
+#ifndef FAVOR_SERVER_HTTP_SESSION_H_
+#define FAVOR_SERVER_HTTP_SESSION_H_
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/time/time.h"
+#include "boost/asio/post.hpp"
+#include "boost/beast/core.hpp"
+#include "boost/beast/http.hpp"
+#include "boost/beast/ssl.hpp"
+#include "server/http/server_core.h"
+
+namespace favor::http {
+
+namespace beast = boost::beast;
+
+// The answer a Responder owes. Destroyed unanswered (a handler that dropped
+// it), it answers 500, so that no connection and no Shutdown waits forever.
+class PendingAnswer {
+ public:
+  explicit PendingAnswer(absl::AnyInvocable<void(Response)> deliver)
+      : deliver_(std::move(deliver)) {}
+  PendingAnswer(const PendingAnswer&) = delete;
+  PendingAnswer& operator=(const PendingAnswer&) = delete;
+  ~PendingAnswer() {
+    if (deliver_) {
+      deliver_(MakeResponse(Status::internal_server_error, "text/plain",
+                            "the request was dropped unanswered\n"));
+    }
+  }
+  void Answer(Response response) {
+    if (!deliver_) return;
+    auto deliver = std::move(deliver_);
+    deliver_ = nullptr;
+    deliver(std::move(response));
+  }
+
+ private:
+  absl::AnyInvocable<void(Response)> deliver_;
+};
+
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  Session(Stream stream, HttpServer::Core* core)
+      : stream_(std::move(stream)), core_(core) {
+    ++core_->connections;
+  }
+  ~Session() { --core_->connections; }
+
+  // TLS: handshake first; then the first request.
+  void Start();
+
+ private:
+  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+  static std::chrono::steady_clock::duration Chrono(absl::Duration d) {
+    return absl::ToChronoNanoseconds(d);
+  }
+
+  void ReadHeader();
+  void OnHeader(beast::error_code error);
+  void OnContinueSent(beast::error_code error);
+  void ReadBody();
+  void OnBody(beast::error_code error);
+  // Answers a request the server refuses itself, then closes.
+  void Refuse(beast::error_code error);
+  void Dispatch();
+  void Write(Response response, bool keep_alive);
+  void OnWrite(beast::error_code error, bool keep_alive);
+  // After a last answer: stops sending and drops what the client still
+  // sends for up to a second before closing, so that a client still writing
+  // a refused request reads the answer rather than a connection reset.
+  void Linger();
+  void DropInput();
+  void Close();
+
+  Stream stream_;
+  HttpServer::Core* const core_;
+  beast::flat_buffer buffer_;
+  std::optional<beast::http::request_parser<GrowingStringBody>> parser_;
+  Request request_;
+  Response response_;
+  beast::http::response<beast::http::empty_body> continue_;
+  std::array<char, 4096> dropped_;
+};
+
+// ---- Implementation ----
+
+template <class Stream>
+void Session<Stream>::Start() {
+  if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+    ReadHeader();
+  } else {
+    Tcp().expires_after(Chrono(core_->options.max_request_read_time));
+    stream_.async_handshake(
+        boost::asio::ssl::stream_base::server,
+        [self = this->shared_from_this()](beast::error_code error) {
+          if (error) return self->Close();
+          self->ReadHeader();
+        });
+  }
+}
+
+template <class Stream>
+void Session<Stream>::ReadHeader() {
+  parser_.emplace();
+  parser_->header_limit(
+      static_cast<std::uint32_t>(core_->options.max_header_bytes));
+  parser_->body_limit(
+      static_cast<std::uint64_t>(core_->options.max_body_bytes));
+  // One deadline for the whole request, not renewed for the body.
+  Tcp().expires_after(Chrono(core_->options.max_request_read_time));
+  beast::http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = this->shared_from_this()](beast::error_code error, size_t) {
+        self->OnHeader(error);
+      });
+}
+
+template <class Stream>
+void Session<Stream>::OnHeader(beast::error_code error) {
+  if (error) return Refuse(error);
+  const RequestHeader& header = parser_->get().base();
+  std::optional<Response> refusal = core_->handler->CheckHeader(header);
+  if (refusal.has_value()) return Write(std::move(*refusal), false);
+  if (beast::iequals(header[beast::http::field::expect], "100-continue")) {
+    continue_ = {beast::http::status::continue_, parser_->get().version()};
+    beast::http::async_write(
+        stream_, continue_,
+        [self = this->shared_from_this()](beast::error_code e, size_t) {
+          self->OnContinueSent(e);
+        });
+    return;
+  }
+  ReadBody();
+}
+
+template <class Stream>
+void Session<Stream>::OnContinueSent(beast::error_code error) {
+  if (error) return Close();
+  ReadBody();
+}
+
+template <class Stream>
+void Session<Stream>::ReadBody() {
+  beast::http::async_read(
+      stream_, buffer_, *parser_,
+      [self = this->shared_from_this()](beast::error_code error, size_t) {
+        self->OnBody(error);
+      });
+}
+
+template <class Stream>
+void Session<Stream>::OnBody(beast::error_code error) {
+  if (error) return Refuse(error);
+  Tcp().expires_never();
+  request_ = parser_->release();
+  parser_.reset();
+  Dispatch();
+}
+
+template <class Stream>
+void Session<Stream>::Refuse(beast::error_code error) {
+  namespace http = beast::http;
+  const bool parse_error =
+      error.category() ==
+          http::make_error_code(http::error::bad_target).category() &&
+      error != http::error::end_of_stream &&
+      error != http::error::partial_message;
+  if (!parse_error) return Close();  // closed, timed out, reset
+  Status status = Status::bad_request;
+  if (error == http::error::header_limit) {
+    status = Status::request_header_fields_too_large;
+  } else if (error == http::error::body_limit) {
+    status = Status::payload_too_large;
+  }
+  Write(core_->handler->Refuse(status, error.message()), false);
+}
+
+template <class Stream>
+void Session<Stream>::Dispatch() {
+  core_->in_flight.Begin();
+  const bool keep_alive = request_.keep_alive();
+  auto deliver = [self = this->shared_from_this(),
+                  keep_alive](Response response) {
+    self->core_->in_flight.End([&] {
+      auto executor = self->stream_.get_executor();
+      boost::asio::post(executor, [self, keep_alive,
+                                   response = std::move(response)]() mutable {
+        self->Write(std::move(response), keep_alive);
+      });
+    });
+  };
+  auto pending = std::make_shared<PendingAnswer>(std::move(deliver));
+  core_->handler->Handle(request_, [pending](Response response) {
+    pending->Answer(std::move(response));
+  });
+}
+
+template <class Stream>
+void Session<Stream>::Write(Response response, bool keep_alive) {
+  response_ = std::move(response);
+  response_.version(11);
+  keep_alive = keep_alive && !core_->stopped.load();
+  response_.keep_alive(keep_alive);
+  response_.prepare_payload();
+  Tcp().expires_after(Chrono(core_->options.max_response_write_time));
+  beast::http::async_write(stream_, response_,
+                           [self = this->shared_from_this(), keep_alive](
+                               beast::error_code error, size_t) {
+                             self->OnWrite(error, keep_alive);
+                           });
+}
+
+template <class Stream>
+void Session<Stream>::OnWrite(beast::error_code error, bool keep_alive) {
+  request_ = {};
+  response_ = {};
+  if (error) return Close();
+  if (!keep_alive) return Linger();
+  ReadHeader();
+}
+
+template <class Stream>
+void Session<Stream>::Linger() {
+  beast::error_code ignored;
+  Tcp().socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  Tcp().expires_after(std::chrono::seconds(1));
+  DropInput();
+}
+
+template <class Stream>
+void Session<Stream>::DropInput() {
+  Tcp().async_read_some(
+      boost::asio::buffer(dropped_),
+      [self = this->shared_from_this()](beast::error_code error, size_t) {
+        if (error) return self->Close();  // end of input, or the second
+        self->DropInput();
+      });
+}
+
+template <class Stream>
+void Session<Stream>::Close() {
+  beast::error_code ignored;
+  Tcp().socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  Tcp().close();
+}
+
+}  // namespace favor::http
+
+#endif  // FAVOR_SERVER_HTTP_SESSION_H_

@@ -1,0 +1,84 @@
+#include "server/http_flags.h"
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/flags/flag.h"
+#include "absl/time/time.h"
+#include "glog/logging.h"
+#include "server/common/status_macros.h"
+
+namespace {
+
+const favor::http::HttpServer::Options kHttp;
+const favor::http::ApiHandler::Options kApi;
+
+}  // namespace
+
+ABSL_FLAG(int, http_port, kHttp.port,
+          "port of the HTTP/JSON API (OpenAI's /v1/embeddings and "
+          "/v1/models, /v1/favor/<Method>, /health); 0: no HTTP API");
+ABSL_FLAG(int, http_threads, kHttp.num_threads,
+          "threads of the HTTP event loop (handlers never block)");
+ABSL_FLAG(int, http_max_connections, kHttp.max_connections,
+          "open HTTP connections; one more is closed at once");
+ABSL_FLAG(int64_t, http_max_header_bytes, kHttp.max_header_bytes,
+          "request line and headers of one HTTP request; over it: 431");
+ABSL_FLAG(int64_t, http_max_body_bytes, kHttp.max_body_bytes,
+          "body of one HTTP request; over it: 413, before the body is read "
+          "when Content-Length says so");
+ABSL_FLAG(int64_t, http_request_read_timeout_millis,
+          absl::ToInt64Milliseconds(kHttp.max_request_read_time),
+          "time an HTTP client has to send a whole request, keep-alive idle "
+          "time included; then the connection is closed");
+ABSL_FLAG(int64_t, http_response_write_timeout_millis,
+          absl::ToInt64Milliseconds(kHttp.max_response_write_time),
+          "time an HTTP client has to read an answer");
+ABSL_FLAG(int64_t, http_default_timeout_millis,
+          absl::ToInt64Milliseconds(kApi.default_timeout),
+          "deadline (queue and compute) of an HTTP request without an "
+          "X-Request-Timeout header");
+
+namespace favor {
+
+absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
+    grpc::Server* grpc_server, const std::string& bind_address,
+    const std::vector<std::string>& tokens,
+    const http::HttpServer::TlsFiles& tls,
+    absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics) {
+  const int port = absl::GetFlag(FLAGS_http_port);
+  if (port == 0) {
+    LOG(INFO) << "event=http_disabled reason=\"--http_port=0\"";
+    return nullptr;
+  }
+  http::ApiHandler::Options api;
+  api.bearer_tokens = tokens;
+  api.default_timeout =
+      absl::Milliseconds(absl::GetFlag(FLAGS_http_default_timeout_millis));
+  grpc::ChannelArguments channel;
+  channel.SetMaxReceiveMessageSize(-1);
+  channel.SetMaxSendMessageSize(-1);
+  auto result = std::make_unique<HttpApi>();
+  result->handler = std::make_unique<http::ApiHandler>(
+      api, grpc_server->InProcessChannel(channel), std::move(serving), metrics);
+  http::HttpServer::Options options;
+  options.bind_address = bind_address;
+  options.port = port;
+  options.num_threads = absl::GetFlag(FLAGS_http_threads);
+  options.max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  options.max_header_bytes = absl::GetFlag(FLAGS_http_max_header_bytes);
+  options.max_body_bytes = absl::GetFlag(FLAGS_http_max_body_bytes);
+  options.max_request_read_time =
+      absl::Milliseconds(absl::GetFlag(FLAGS_http_request_read_timeout_millis));
+  options.max_response_write_time = absl::Milliseconds(
+      absl::GetFlag(FLAGS_http_response_write_timeout_millis));
+  options.tls = tls;
+  ASSIGN_OR_RETURN(result->server,
+                   http::HttpServer::Create(options, result->handler.get()));
+  LOG(INFO) << "event=http_started address=" << options.bind_address
+            << " port=" << result->server->port()
+            << " tls=" << (tls.cert_file.empty() ? "off" : "on");
+  return result;
+}
+
+}  // namespace favor

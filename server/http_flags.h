@@ -1,0 +1,40 @@
+// favor-server's HTTP flags (http_flags.cc, beside main.cc: flags live next
+// to main) and the start of the HTTP API from them.
+#ifndef FAVOR_SERVER_HTTP_FLAGS_H_
+#define FAVOR_SERVER_HTTP_FLAGS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "server/http/api_handler.h"
+#include "server/http/http_server.h"
+#include "server/metrics/metrics.h"
+
+namespace favor {
+
+// The HTTP API and the server it runs on; destroys the server first.
+struct HttpApi {
+  std::unique_ptr<http::ApiHandler> handler;
+  std::unique_ptr<http::HttpServer> server;
+  ~HttpApi() { server.reset(); }
+};
+
+// Starts the HTTP API on `bind_address`:--http_port in front of
+// `grpc_server`'s Favor service (through its in-process channel); null when
+// --http_port=0.
+// `tokens` are the service's bearer tokens, `tls` the gRPC certificate
+// files (the same flags serve both); `serving` answers GET /health;
+// `metrics` records every HTTP answer and must outlive the API.
+absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
+    grpc::Server* grpc_server, const std::string& bind_address,
+    const std::vector<std::string>& tokens,
+    const http::HttpServer::TlsFiles& tls,
+    absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics);
+
+}  // namespace favor
+
+#endif  // FAVOR_SERVER_HTTP_FLAGS_H_

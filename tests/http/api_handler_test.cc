@@ -1,0 +1,323 @@
+// The HTTP API over real HTTP and real gRPC on loopback (api_fixture.h):
+// OpenAI's shapes against the gRPC answers, and every bad request answered
+// with its code and OpenAI's error shape while the server keeps serving.
+#include "server/http/api_handler.h"
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "server/metrics/metric_names.h"
+#include "tests/http/api_fixture.h"
+#include "tests/metrics/scrape.h"
+
+namespace favor::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::EmbedResponse GrpcEmbed(v1::Favor::Stub& stub,
+                            const v1::EmbedRequest& request) {
+  grpc::ClientContext context;
+  v1::EmbedResponse response;
+  const grpc::Status status = stub.Embed(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response;
+}
+
+v1::EmbedRequest IdsRequest(const std::vector<std::vector<uint32_t>>& inputs) {
+  v1::EmbedRequest request;
+  for (const auto& ids : inputs) {
+    request.add_inputs()->mutable_token_ids()->Add(ids.begin(), ids.end());
+  }
+  return request;
+}
+
+std::vector<float> FloatsOfBase64(const std::string& text) {
+  std::string bytes;
+  EXPECT_TRUE(absl::Base64Unescape(text, &bytes));
+  std::vector<float> values(bytes.size() / 4);
+  std::memcpy(values.data(), bytes.data(), bytes.size());  // little-endian
+  return values;
+}
+
+void ExpectEmbeddingsEqual(const nlohmann::json& data,
+                           const v1::EmbedResponse& want) {
+  ASSERT_EQ(data.size(), static_cast<size_t>(want.embeddings_size()));
+  for (size_t i = 0; i < data.size(); ++i) {
+    EXPECT_EQ(data[i]["object"], "embedding");
+    EXPECT_EQ(data[i]["index"], i);
+    const nlohmann::json& got = data[i]["embedding"];
+    const std::vector<float> values =
+        got.is_string() ? FloatsOfBase64(got) : got.get<std::vector<float>>();
+    const auto& expected = want.embeddings(static_cast<int>(i)).values();
+    ASSERT_EQ(values.size(), static_cast<size_t>(expected.size()));
+    for (int j = 0; j < expected.size(); ++j) {
+      EXPECT_NEAR(values[j], expected[j], 1e-6) << i << "," << j;
+    }
+  }
+}
+
+TEST_F(ApiTest, EmbeddingsEqualGrpcForEveryInputFormAndEncoding) {
+  Start();
+  const v1::EmbedRequest ids = IdsRequest({{5, 6, 7}, {8, 9}});
+  v1::EmbedRequest texts;
+  texts.add_inputs()->set_text("the cat sat");
+  texts.add_inputs()->set_text("on the mat");
+  const struct {
+    std::string body;
+    const v1::EmbedRequest* want;
+  } cases[] = {
+      {R"({"input":[[5,6,7],[8,9]]})", &ids},
+      {R"({"input":["the cat sat","on the mat"],"model":"fake"})", &texts},
+      {R"({"input":["the cat sat","on the mat"],"encoding_format":"base64"})",
+       &texts},
+      {R"({"input":[[5,6,7],[8,9]],"encoding_format":"float","user":"u"})",
+       &ids},
+  };
+  for (const auto& c : cases) {
+    auto got = PostEmbeddings(c.body);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->status, 200) << got->body;
+    const auto json = nlohmann::json::parse(got->body);
+    const v1::EmbedResponse want = GrpcEmbed(*stub_, *c.want);
+    EXPECT_EQ(json["object"], "list");
+    EXPECT_EQ(json["model"], "fake");
+    EXPECT_EQ(json["usage"]["prompt_tokens"], want.num_tokens());
+    EXPECT_EQ(json["usage"]["total_tokens"], want.num_tokens());
+    ExpectEmbeddingsEqual(json["data"], want);
+  }
+}
+
+TEST_F(ApiTest, OneStringAndOneTokenListAreOneInputEach) {
+  Start();
+  v1::EmbedRequest text;
+  text.add_inputs()->set_text("the cat");
+  const v1::EmbedRequest ids = IdsRequest({{5, 6}});
+  auto got = PostEmbeddings(R"({"input":"the cat"})");
+  ASSERT_TRUE(got.ok() && got->status == 200) << got->body;
+  ExpectEmbeddingsEqual(nlohmann::json::parse(got->body)["data"],
+                        GrpcEmbed(*stub_, text));
+  got = PostEmbeddings(R"({"input":[5,6]})");
+  ASSERT_TRUE(got.ok() && got->status == 200) << got->body;
+  ExpectEmbeddingsEqual(nlohmann::json::parse(got->body)["data"],
+                        GrpcEmbed(*stub_, ids));
+}
+
+TEST_F(ApiTest, BadInputsGetTheirCodeAndOpenAIsErrorShape) {
+  Start();
+  const struct {
+    std::string body;
+    int status;
+    std::string param;  // empty: null
+  } cases[] = {
+      {R"({"input":)", 400, ""},                       // malformed JSON
+      {"not json at all", 400, ""},                    //
+      {R"({"input":5})", 400, "input"},                // wrong types
+      {R"({"input":true})", 400, "input"},             //
+      {R"({"input":[1,"a"]})", 400, "input"},          //
+      {R"({"input":[[1],"a"]})", 400, "input"},        //
+      {R"({"input":[1.5]})", 400, "input"},            //
+      {R"({"input":[-1]})", 400, "input"},             //
+      {R"({"input":"a","dimensions":"x"})", 400, ""},  //
+      {R"({"input":"a","foo":1})", 400, ""},           // unknown field
+      {R"({})", 400, "input"},                         // no input
+      {R"({"input":[]})", 400, "input"},               // empty input
+      {R"({"input":""})", 400, "input"},               // empty string
+      {R"({"input":["the",""]})", 400, "input"},       //
+      {R"({"input":[[]]})", 400, "input"},             //
+      {"{\"input\":\"\xff\xfe\"}", 400, ""},           // invalid UTF-8
+      {R"({"input":"a","encoding_format":"hex"})", 400, "encoding_format"},
+      {R"({"input":[[1000]]})", 400, ""},            // id out of vocab
+      {R"({"input":"a","model":"nope"})", 404, ""},  // unknown model
+  };
+  for (const auto& c : cases) {
+    const nlohmann::json error = ExpectError(PostEmbeddings(c.body), c.status);
+    if (error.is_null()) continue;
+    if (c.param.empty()) {
+      EXPECT_TRUE(error["param"].is_null()) << c.body;
+    } else {
+      EXPECT_EQ(error["param"], c.param) << c.body;
+    }
+    if (c.status == 404) {
+      EXPECT_EQ(error["code"], "model_not_found");
+    }
+    ExpectStillServing();
+  }
+}
+
+TEST_F(ApiTest, PathsAndMethodsTheApiLacks) {
+  Start();
+  ExpectError(testing::Post(port(), "/v1/nothing", "{}"), 404);
+  testing::FetchOptions get;
+  get.target = "/v1/embeddings";
+  ExpectError(testing::Fetch(port(), get), 405);
+  ExpectError(testing::Post(port(), "/v1/favor/NoSuchMethod", "{}"), 404);
+  const auto error =
+      ExpectError(testing::Post(port(), "/v1/favor/EmbedStream", "{}"), 501);
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("gRPC only"));
+  ExpectStillServing();
+}
+
+TEST_F(ApiTest, ModelsAndHealth) {
+  Start();
+  testing::FetchOptions options;
+  options.target = "/v1/models";
+  auto got = testing::Fetch(port(), options);
+  ASSERT_TRUE(got.ok() && got->status == 200) << got.status();
+  const auto models = nlohmann::json::parse(got->body);
+  EXPECT_EQ(models["object"], "list");
+  ASSERT_EQ(models["data"].size(), 1u);
+  EXPECT_EQ(models["data"][0]["id"], "fake");
+  EXPECT_EQ(models["data"][0]["object"], "model");
+  options.target = "/health";
+  got = testing::Fetch(port(), options);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->status, 200);
+  serving_.store(false);
+  got = testing::Fetch(port(), options);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->status, 503);
+}
+
+TEST_F(ApiTest, FavorMethodsAnswerAsGrpcDoes) {
+  Start();
+  auto got = testing::Post(port(), "/v1/favor/GetModel", R"({"model":"fake"})");
+  ASSERT_TRUE(got.ok() && got->status == 200) << got->body;
+  v1::GetModelResponse from_json;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(got->body, &from_json).ok());
+  grpc::ClientContext context;
+  v1::GetModelResponse from_grpc;
+  ASSERT_TRUE(
+      stub_->GetModel(&context, v1::GetModelRequest(), &from_grpc).ok());
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(from_json, from_grpc));
+  // An empty body is the empty request; field names are favor.proto's.
+  got = testing::Post(port(), "/v1/favor/ListModels", "");
+  ASSERT_TRUE(got.ok() && got->status == 200) << got->body;
+  EXPECT_THAT(got->body, HasSubstr(R"("default_model":"fake")"));
+  ExpectError(testing::Post(port(), "/v1/favor/Embed", R"({"inputs":7})"), 400);
+  ExpectError(testing::Post(port(), "/v1/favor/GetModel", R"({"model":"x"})"),
+              404);
+}
+
+TEST_F(ApiTest, AMissingOrWrongKeyIsRefusedBeforeTheBody) {
+  ApiHandler::Options api;
+  api.bearer_tokens = {"secret-token"};
+  Start({}, {}, api);
+  const nlohmann::json error =
+      ExpectError(PostEmbeddings(R"({"input":"a"})"), 401);
+  EXPECT_EQ(error["code"], "invalid_api_key");
+  testing::FetchOptions options;
+  options.method = "POST";
+  options.target = "/v1/embeddings";
+  options.body = R"({"input":[[1]]})";
+  options.headers = {{"Authorization", "Bearer wrong"}};
+  ExpectError(testing::Fetch(port(), options), 401);
+  options.headers = {{"Authorization", "Bearer secret-token"}};
+  auto got = testing::Fetch(port(), options);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->status, 200) << got->body;
+  options.target = "/v1/favor/ListModels";
+  options.headers.clear();
+  ExpectError(testing::Fetch(port(), options), 401);
+  testing::FetchOptions health;  // needs no key
+  health.target = "/health";
+  got = testing::Fetch(port(), health);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->status, 200);
+}
+
+TEST_F(ApiTest, AFullQueueIs429WithRetryAfter) {
+  service::FavorService::Options options;
+  options.embed_batching.max_queue_requests = 1;
+  options.embed_batching.max_batch_requests = 1;
+  Start(options);
+  model_.Hold();
+  std::vector<std::thread> callers;
+  std::vector<absl::StatusOr<testing::Fetched>> results(6);
+  for (int i = 0; i < 6; ++i) {
+    callers.emplace_back(
+        [&, i] { results[i] = PostEmbeddings(R"({"input":[[1]]})"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  model_.Release();
+  for (auto& caller : callers) caller.join();
+  int refused = 0;
+  for (const auto& result : results) {
+    ASSERT_TRUE(result.ok()) << result.status();
+    if (result->status != 429) continue;
+    ++refused;
+    const nlohmann::json error = ExpectError(result, 429);
+    EXPECT_EQ(error["code"], "rate_limit_exceeded");
+    EXPECT_GE(std::stoi(result->Header("Retry-After")), 1);
+  }
+  EXPECT_GE(refused, 3);
+  ExpectStillServing();
+}
+
+TEST_F(ApiTest, XRequestTimeoutIsTheDeadline) {
+  Start();
+  model_.Hold();
+  testing::FetchOptions options;
+  options.method = "POST";
+  options.target = "/v1/embeddings";
+  options.body = R"({"input":[[1]]})";
+  options.headers = {{"X-Request-Timeout", "0.2"}};
+  const absl::Time start = absl::Now();
+  ExpectError(testing::Fetch(port(), options), 504);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  model_.Release();
+  options.headers = {{"X-Request-Timeout", "soon"}};
+  ExpectError(testing::Fetch(port(), options), 400);
+  options.headers = {{"X-Request-Timeout", "500ms"}};
+  auto got = testing::Fetch(port(), options);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->status, 200) << got->body;
+}
+
+TEST_F(ApiTest, DrainingIs503) {
+  Start();
+  ExpectStillServing();
+  service_->StartDraining();
+  ExpectError(PostEmbeddings(R"({"input":[[1]]})"), 503);
+}
+
+TEST_F(ApiTest, AnswersAreCountedByRouteAndCode) {
+  Start();
+  ExpectStillServing();
+  ExpectError(PostEmbeddings(R"({"input":""})"), 400);
+  ExpectError(testing::Post(port(), "/v1/nothing", "{}"), 404);
+  ASSERT_TRUE(testing::Post(port(), "/v1/favor/ListModels", "").ok());
+  const std::string text = metrics_->SerializeText();
+  const std::string total(metrics::kHttpRequestsTotal);
+  using metrics::scrape::FindSample;
+  EXPECT_EQ(
+      FindSample(text, total, {{"route", "/v1/embeddings"}, {"code", "200"}}),
+      1);
+  EXPECT_EQ(
+      FindSample(text, total, {{"route", "/v1/embeddings"}, {"code", "400"}}),
+      1);
+  EXPECT_EQ(FindSample(text, total, {{"route", "(other)"}, {"code", "404"}}),
+            1);
+  EXPECT_EQ(FindSample(text, total,
+                       {{"route", "/v1/favor/ListModels"}, {"code", "200"}}),
+            1);
+  // The service counted the calls that reached it, as for gRPC.
+  EXPECT_EQ(
+      FindSample(text, std::string(metrics::kRequestsTotal),
+                 {{"model", "fake"}, {"method", "Embed"}, {"code", "OK"}}),
+      1);
+}
+
+}  // namespace
+}  // namespace favor::http

@@ -1,0 +1,183 @@
+#!/usr/bin/python3
+"""favor-server's HTTP API against independent clients, with the real binary.
+
+Starts favor-server (default model) on free ports and waits for GET /health.
+Then:
+- the official OpenAI client (npm `openai`, run with Debian's node by
+  openai_peer.mjs) calls /v1/embeddings with every input form, with base64
+  (its own choice and asked for), float and dimensions; each embedding
+  equals gRPC Embed's answer for the same input (Python's grpcio, stubs
+  generated here from favor.proto) to 1e-6, and usage counts its tokens;
+- Python's urllib calls every unary RPC as JSON (POST /v1/favor/<Method>,
+  bodies written by protobuf's json_format) and gets gRPC's answer;
+- SIGTERM ends the server with code 0.
+
+Usage: http_peer_test.py SERVER MODEL_REPOSITORY PROTO_ROOT NODE_MODULES
+Needs Debian's python3-grpcio and python3-protobuf (run with /usr/bin/python3)
+and node; it fails, never skips, when they are missing.
+"""
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def generate_stubs(proto_root, out):
+    subprocess.run(["protoc", "--proto_path=" + proto_root, "--python_out=" + out,
+                    "--grpc_python_out=" + out,
+                    "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin",
+                    os.path.join(proto_root, "favor/v1/favor.proto")], check=True)
+    sys.path.insert(0, out)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(port, path, body=None, timeout=60):
+    """(status, parsed JSON body) of one request; POST when body is given."""
+    data = None if body is None else body.encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def wait_healthy(port, server):
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        assert server.poll() is None, "favor-server exited during start-up"
+        try:
+            if http(port, "/health", timeout=2)[0] == 200:
+                return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError("GET /health never answered 200")
+
+
+def grpc_embed(stub, pb, request):
+    inputs = request["input"]
+    if isinstance(inputs, str) or (inputs and isinstance(inputs[0], int)):
+        inputs = [inputs]
+    message = pb.EmbedRequest(model="default",
+                              dimensions=request.get("dimensions", 0))
+    for item in inputs:
+        if isinstance(item, str):
+            message.inputs.add(text=item)
+        else:
+            message.inputs.add(token_ids=item)
+    return stub.Embed(message, timeout=60)
+
+
+def check_openai(port, node_modules, stub, pb):
+    output = subprocess.run(
+        ["node", os.path.join(HERE, "openai_peer.mjs"), node_modules,
+         f"http://127.0.0.1:{port}/v1"],
+        check=True, capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "NODE_PATH"}).stdout
+    got = json.loads(output)
+    assert got["models"] == ["default"], got["models"]
+    assert got["unknownModelStatus"] == 404, got["unknownModelStatus"]
+    for case in got["results"]:
+        expected = grpc_embed(stub, pb, case["request"])
+        assert case["object"] == "list" and case["model"] == "default", case
+        assert case["usage"] == {"prompt_tokens": expected.num_tokens,
+                                 "total_tokens": expected.num_tokens}, case
+        assert len(case["data"]) == len(expected.embeddings), case["name"]
+        for i, (item, want) in enumerate(zip(case["data"], expected.embeddings)):
+            assert item["object"] == "embedding" and item["index"] == i, item
+            assert len(item["embedding"]) == len(want.values), case["name"]
+            error = max(abs(a - b) for a, b in zip(item["embedding"], want.values))
+            assert error <= 1e-6, (case["name"], i, error)
+        print(f"ok openai {case['name']}: {len(case['data'])} embedding(s) "
+              f"equal gRPC's")
+
+
+def tensor(pb, values, shape):
+    return pb.Tensor(shape=shape, dtype=pb.DTYPE_FLOAT32,
+                     data=struct.pack("<%df" % len(values), *values))
+
+
+def check_json_api(port, stub, pb):
+    from google.protobuf import json_format
+    calls = [
+        ("Embed", pb.EmbedRequest(inputs=[pb.EmbedInput(text="hello json"),
+                                          pb.EmbedInput(token_ids=[101, 2088, 102])],
+                                  include_token_embeddings=True),
+         pb.EmbedResponse),
+        ("Attend", pb.AttendRequest(query=tensor(pb, [0.1] * 8, [1, 1, 4, 2]),
+                                    key=tensor(pb, [0.2] * 8, [1, 1, 4, 2]),
+                                    value=tensor(pb, list(range(8)), [1, 1, 4, 2]),
+                                    kernel="softmax"),
+         pb.AttendResponse),
+        ("ListModels", pb.ListModelsRequest(), pb.ListModelsResponse),
+        ("GetModel", pb.GetModelRequest(model="default"), pb.GetModelResponse),
+        ("Tokenize", pb.TokenizeRequest(texts=["Hello, JSON world!"]),
+         pb.TokenizeResponse),
+    ]
+    methods = [m.name for m in pb.DESCRIPTOR.services_by_name["Favor"].methods
+               if not m.client_streaming and not m.server_streaming]
+    assert sorted(methods) == sorted(c[0] for c in calls), methods
+    for method, request, response_type in calls:
+        body = json_format.MessageToJson(request, preserving_proto_field_name=True)
+        status, answer = http(port, f"/v1/favor/{method}", body)
+        assert status == 200, (method, status, answer)
+        got = json_format.ParseDict(answer, response_type())
+        want = getattr(stub, method)(request, timeout=60)
+        for message in (got, want):  # queue and compute times differ per call
+            if message.DESCRIPTOR.fields_by_name.get("timing"):
+                message.ClearField("timing")
+        assert got == want, (method, got, want)
+        print(f"ok json {method}: same answer as gRPC")
+    status, answer = http(port, "/v1/favor/EmbedStream", "{}")
+    assert status == 501 and "gRPC only" in answer["error"]["message"], answer
+
+
+def main():
+    server_binary, repository, proto_root, node_modules = sys.argv[1:5]
+    import grpc
+    with tempfile.TemporaryDirectory() as out:
+        generate_stubs(proto_root, out)
+        import favor.v1.favor_pb2 as pb
+        import favor.v1.favor_pb2_grpc as rpc
+        grpc_port, http_port = free_port(), free_port()
+        log = open(os.path.join(out, "server.log"), "w+")
+        server = subprocess.Popen(
+            [server_binary, f"--model_repository={repository}",
+             f"--port={grpc_port}", "--metrics_port=0", f"--http_port={http_port}"],
+            stderr=log, text=True)
+        try:
+            wait_healthy(http_port, server)
+            channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
+            stub = rpc.FavorStub(channel)
+            check_openai(http_port, node_modules, stub, pb)
+            check_json_api(http_port, stub, pb)
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=60) == 0, "exit code %d" % server.returncode
+            print("ok SIGTERM: exit 0")
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+            log.seek(0)
+            if sys.exc_info()[0] is not None:
+                print(log.read(), file=sys.stderr)
+            log.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+// The official OpenAI client (npm `openai`) against favor-server's
+// /v1/embeddings, as an application would call it. Prints one JSON object:
+// every case's request and the embeddings the client returned (already
+// decoded from base64 where the client asked for it, which it does by
+// itself when the caller names no encoding_format), plus the model list and
+// the status of a call for an unknown model.
+// Usage: node openai_peer.mjs <node_modules dir> <base URL> [api key]
+import { createRequire } from 'module';
+import path from 'path';
+import { pathToFileURL } from 'url';
+
+const [modules, baseURL, apiKey] = process.argv.slice(2);
+const require = createRequire(path.join(path.resolve(modules), 'noop.js'));
+const openaiPath = require.resolve('openai');
+const { default: OpenAI } = await import(pathToFileURL(openaiPath).href);
+
+const client = new OpenAI({ baseURL, apiKey: apiKey || 'unused', maxRetries: 0 });
+
+const cases = [
+  { name: 'string', input: 'The quick brown fox jumps over the lazy dog.' },
+  { name: 'strings', input: ['first text', 'a second, somewhat longer text'] },
+  { name: 'token_ids', input: [101, 7592, 2088, 102] },
+  { name: 'token_id_arrays', input: [[101, 7592, 102], [101, 2088, 1010, 102]] },
+  { name: 'float', input: 'hello world', encoding_format: 'float' },
+  { name: 'base64', input: ['hello', 'world'], encoding_format: 'base64' },
+  { name: 'dimensions', input: ['hello', 'world'], dimensions: 64 },
+];
+
+const results = [];
+for (const c of cases) {
+  const { name, ...request } = c;
+  const response = await client.embeddings.create({ model: 'default', ...request });
+  results.push({
+    name,
+    request,
+    object: response.object,
+    model: response.model,
+    usage: response.usage,
+    data: response.data.map((d) => ({
+      object: d.object,
+      index: d.index,
+      // The client decodes base64 itself only when it chose base64; asked
+      // for explicitly, the string comes back as the server sent it.
+      embedding: typeof d.embedding === 'string'
+        ? Array.from(new Float32Array(new Uint8Array(Buffer.from(d.embedding, 'base64')).buffer))
+        : Array.from(d.embedding),
+    })),
+  });
+}
+
+const models = await client.models.list();
+let unknownModelStatus = 0;
+try {
+  await client.embeddings.create({ model: 'no-such-model', input: 'x' });
+} catch (error) {
+  unknownModelStatus = error.status;
+}
+console.log(JSON.stringify({
+  results,
+  models: models.data.map((m) => m.id),
+  unknownModelStatus,
+}));
