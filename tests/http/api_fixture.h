@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -70,8 +71,16 @@ class ApiTest : public ::testing::Test {
     if (http_ != nullptr) http_->Shutdown(absl::Seconds(5));
   }
 
+  // With every option at its default. A named object, not a defaulted
+  // argument: GCC 12 warns (wrongly) that a braced temporary's strings may
+  // be used uninitialised.
+  void Start() {
+    service::FavorService::Options service_options;
+    Start(std::move(service_options));
+  }
+
   // Starts everything; `tokens` go to the service and the HTTP edge alike.
-  void Start(service::FavorService::Options service_options = {},
+  void Start(service::FavorService::Options service_options,
              HttpServer::Options http_options = {},
              ApiHandler::Options api_options = {}) {
     KeepCallbackQueueAlive();

@@ -212,7 +212,7 @@ TEST_F(ApiTest, FavorMethodsAnswerAsGrpcDoes) {
 TEST_F(ApiTest, AMissingOrWrongKeyIsRefusedBeforeTheBody) {
   ApiHandler::Options api;
   api.bearer_tokens = {"secret-token"};
-  Start({}, {}, api);
+  Start(service::FavorService::Options(), {}, api);
   const nlohmann::json error =
       ExpectError(PostEmbeddings(R"({"input":"a"})"), 401);
   EXPECT_EQ(error["code"], "invalid_api_key");

@@ -48,7 +48,7 @@ class IdleClients {
 TEST_F(ApiTest, ABodyOverTheLimitIs413) {
   HttpServer::Options http;
   http.max_body_bytes = 1024;
-  Start({}, http);
+  Start(service::FavorService::Options(), http);
   const std::string big =
       absl::StrCat(R"({"input":")", std::string(2000, 'a'), R"("})");
   ExpectError(PostEmbeddings(big), 413);
@@ -58,7 +58,7 @@ TEST_F(ApiTest, ABodyOverTheLimitIs413) {
 TEST_F(ApiTest, AContentLengthThatLiesIsClosedAtTheReadDeadline) {
   HttpServer::Options http;
   http.max_request_read_time = absl::Milliseconds(300);
-  Start({}, http);
+  Start(service::FavorService::Options(), http);
   testing::FetchOptions options;
   options.method = "POST";
   options.target = "/v1/embeddings";
@@ -89,7 +89,7 @@ TEST_F(ApiTest, AHeaderFloodIs431) {
 TEST_F(ApiTest, ConnectionsOverTheLimitAreClosed) {
   HttpServer::Options http;
   http.max_connections = 4;
-  Start({}, http);
+  Start(service::FavorService::Options(), http);
   {
     IdleClients idle(port(), 4);
     absl::SleepFor(absl::Milliseconds(100));
@@ -159,7 +159,7 @@ TEST_F(ApiTlsTest, HttpsWithBearerTokens) {
   http.tls = {Path("server.pem"), Path("server.key"), ""};
   ApiHandler::Options api;
   api.bearer_tokens = {"tls-token"};
-  Start({}, http, api);
+  Start(service::FavorService::Options(), http, api);
   testing::FetchOptions options = Embeddings();
   ExpectError(testing::Fetch(port(), options), 401);
   options.headers = {{"Authorization", "Bearer tls-token"}};
@@ -173,7 +173,7 @@ TEST_F(ApiTlsTest, HttpsWithBearerTokens) {
 TEST_F(ApiTlsTest, MutualTlsNeedsAClientCertificate) {
   HttpServer::Options http;
   http.tls = {Path("server.pem"), Path("server.key"), Path("ca.pem")};
-  Start({}, http);
+  Start(service::FavorService::Options(), http);
   testing::FetchOptions options = Embeddings();
   EXPECT_FALSE(testing::Fetch(port(), options).ok());
   options.tls_cert_file = Path("client.pem");

@@ -38,7 +38,8 @@ TEST_F(FakeServiceTest, MetricsScrapeHasEveryFamily) {
   ASSERT_TRUE(http.ok()) << http.status();
   ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1, 2}})).ok());
   ASSERT_TRUE(CallAttend(server_->stub(), UniformAttend("softmax")).ok());
-  server_->metrics().SetModelInfo({"fake", "fake-1", "favor+", "cpu", "float32"});
+  server_->metrics().SetModelInfo(
+      {"fake", "fake-1", "favor+", "cpu", "float32"});
   auto scraped = metrics::scrape::HttpGet((*http)->port(), "/metrics");
   ASSERT_TRUE(scraped.ok()) << scraped.status();
   EXPECT_EQ(scraped->status_code, 200);
