@@ -1000,11 +1000,12 @@ def test_live(repo, server_binary, models, proto_root, cli_binary=None):
     prometheus_binary = shutil.which("prometheus", path="/usr/bin:" + os.environ.get("PATH", ""))
     with tempfile.TemporaryDirectory(prefix="favor-deploy-") as out:
         port, metrics_port, web = free_port(), free_port(), free_port()
+        http_port = free_port()
         # The Kubernetes ConfigMap's flags, with the addresses made local.
         server_log = os.path.join(out, "server.log")
         server = start([server_binary, "--flagfile=" + configmap_flagfile(repo, out),
                         "--bind_address=127.0.0.1", "--port=%d" % port,
-                        "--metrics_port=%d" % metrics_port, "--http_port=0",
+                        "--metrics_port=%d" % metrics_port, "--http_port=%d" % http_port,
                         "--model_repository=" + models,
                         "--drain_timeout_seconds=5"], server_log)
         prometheus = None
@@ -1041,8 +1042,23 @@ def test_live(repo, server_binary, models, proto_root, cli_binary=None):
             # A series appears with its first call; calls after a scrape has seen it
             # are what rate() counts.
             wait_for("the first calls scraped", lambda: scraped_embed_count(base) == 3, 20)
-            make_calls(client)
-            wait_for("the second calls scraped", lambda: scraped_embed_count(base) == 6, 20)
+            # Slow clients must not blind the monitoring: 64 idle connections
+            # held open to the metrics port and 64 to the HTTP port while
+            # Prometheus (1 s interval, 1 s timeout) keeps scraping.
+            idle = [socket.create_connection(("127.0.0.1", p), timeout=5)
+                    for p in [metrics_port] * 64 + [http_port] * 64]
+            try:
+                make_calls(client)
+                wait_for("the second calls scraped beside 128 idle connections",
+                         lambda: scraped_embed_count(base) == 6, 20)
+                target = json.loads(http_get(base + "/api/v1/targets"))["data"]["activeTargets"][0]
+                check(target["health"] == "up" and not target["lastError"],
+                      "a scrape failed beside idle connections: %s" % target["lastError"])
+                print("Prometheus scraped beside 128 idle connections (last scrape %.3f s)"
+                      % target["lastScrapeDuration"])
+            finally:
+                for connection in idle:
+                    connection.close()
             check_histogram(base)
             check_rules(base)
             check_dashboard_queries(base, dashboard)
