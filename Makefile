@@ -17,7 +17,8 @@ build: configure
 test: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
-# favor-server on 127.0.0.1:50051 (metrics on 127.0.0.1:9464) with the
+# favor-server on 127.0.0.1:50051 (gRPC), 127.0.0.1:8080 (HTTP/JSON, the
+# OpenAI-compatible /v1/embeddings) and 127.0.0.1:9464 (/metrics) with the
 # default model, which the build generates into $(BUILD_DIR)/models.
 serve: build
 	@exec $(BUILD_DIR)/server/favor-server --model_repository=$(BUILD_DIR)/models
