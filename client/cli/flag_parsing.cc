@@ -106,7 +106,12 @@ std::string FlagsUsage(
     const bool listed =
         std::any_of(flags_file_suffixes.begin(), flags_file_suffixes.end(),
                     [&](absl::string_view suffix) {
-                      return absl::EndsWith(flag->Filename(), suffix);
+                      // absl strips an absolute __FILE__'s leading '/' from
+                      // Filename(); strip it from the suffix too.
+                      const size_t start = suffix.find_first_not_of('/');
+                      if (start == absl::string_view::npos) return false;
+                      return absl::EndsWith(flag->Filename(),
+                                            suffix.substr(start));
                     });
     if (!flag->IsRetired() && listed) flags[std::string(name)] = flag;
   }

@@ -102,5 +102,13 @@ TEST_F(FlagParsingTest, UsageListsThisFilesFlagsWithDefaults) {
   EXPECT_THAT(usage, ::testing::Not(HasSubstr("--flagfile")));
 }
 
+TEST_F(FlagParsingTest, UsageMatchesThisFilesOwnPathAbsoluteOrRelative) {
+  // __FILE__ is absolute in a plain build and relative under ccache's
+  // base_dir; absl drops the leading '/' from Filename() either way.
+  EXPECT_THAT(FlagsUsage(__FILE__), HasSubstr("--test_count"));
+  EXPECT_THAT(FlagsUsage(std::string("/") + __FILE__),
+              HasSubstr("--test_count"));
+}
+
 }  // namespace
 }  // namespace favor::cli
