@@ -244,6 +244,18 @@ int64_t TargetTasks(bool parallel, size_t groups) {
                   : static_cast<int64_t>(groups);
 }
 
+// The key ranges' target: a fixed number per group, so that a sequence's
+// keys split the same way whatever else is in the batch and however many
+// threads there are. Its key sums, merged range by range in token order,
+// are then the same bits packed or alone: the bfloat16 path rounds them to
+// bfloat16, where a float32 summation order's last bit would otherwise
+// flip a stored value. 16 ranges of at least chunk_tokens keep 16 threads
+// busy on one sequence of four head groups.
+int64_t KeyTasks(bool parallel, size_t groups) {
+  constexpr int64_t kKeyRangesPerGroup = 16;
+  return (parallel ? kKeyRangesPerGroup : 1) * static_cast<int64_t>(groups);
+}
+
 // Key sums of every range, in parallel.
 std::vector<KeyState> AccumulateRanges(const LinearAttention& attention,
                                        const std::vector<HeadGroup>& groups,
@@ -275,10 +287,9 @@ std::vector<KeyState> MergeRanges(const LinearAttention& attention,
 void RunNonCausal(const LinearAttention& attention,
                   const AttentionOptions& options,
                   const std::vector<HeadGroup>& groups, bool parallel) {
-  const int64_t tasks = TargetTasks(parallel, groups.size());
   const std::vector<TokenRange> key_ranges = SplitIntoRanges(
       groups.size(), [&](size_t g) { return groups[g].key.size(1); },
-      options.chunk_tokens, tasks);
+      options.chunk_tokens, KeyTasks(parallel, groups.size()));
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, key_ranges, parallel);
   const std::vector<KeyState> totals =
@@ -289,7 +300,7 @@ void RunNonCausal(const LinearAttention& attention,
   }
   const std::vector<TokenRange> query_ranges = SplitIntoRanges(
       groups.size(), [&](size_t g) { return groups[g].query.size(1); },
-      options.chunk_tokens, tasks);
+      options.chunk_tokens, TargetTasks(parallel, groups.size()));
   ForEachTask(
       static_cast<int64_t>(query_ranges.size()), parallel, [&](int64_t i) {
         const TokenRange& r = query_ranges[i];
@@ -306,7 +317,7 @@ void RunCausal(const LinearAttention& attention,
                const std::vector<HeadGroup>& groups, bool parallel) {
   const std::vector<TokenRange> ranges = SplitIntoRanges(
       groups.size(), [&](size_t g) { return groups[g].key.size(1); },
-      options.causal_chunk_tokens, TargetTasks(parallel, groups.size()));
+      options.causal_chunk_tokens, KeyTasks(parallel, groups.size()));
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, ranges, parallel);
   const std::vector<KeyState> totals =

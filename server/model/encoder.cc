@@ -57,6 +57,15 @@ at::Tensor Encoder::ToCompute(const at::Tensor& x) const {
   return x.to(weights_.word_embeddings.scalar_type());
 }
 
+at::ScalarType Encoder::AttentionDType(const at::Tensor& x) {
+  // A bfloat16 model hands bfloat16 Q, K and V to the attention on the CPU:
+  // the FAVOR+ and FAVOR++ path multiplies them in bfloat16 with float32
+  // sums, and the other kernels widen them at their edges. CUDA and float16
+  // keep float32 Q, K and V until measured on a GPU (docs/performance.md).
+  return x.is_cpu() && x.scalar_type() == at::kBFloat16 ? at::kBFloat16
+                                                        : at::kFloat;
+}
+
 void Encoder::ApplyNormInPlace(const Norm& norm, at::Tensor& x) const {
   Blocks(x.size(0), [&](int64_t begin, int64_t end) {
     at::Tensor rows = x.narrow(0, begin, end - begin);
@@ -85,9 +94,10 @@ at::Tensor Encoder::Embed(const at::Tensor& token_ids,
 
 int64_t Encoder::HeadsPerPass(int64_t query_rows, int64_t key_rows) const {
   // Per head: Q and the output over the queries, K and V over the keys.
-  const int64_t bytes_per_head = static_cast<int64_t>(sizeof(float)) *
-                                 config_.head_dim() *
-                                 (2 * query_rows + 2 * key_rows);
+  const int64_t bytes_per_head =
+      static_cast<int64_t>(
+          at::elementSize(AttentionDType(weights_.word_embeddings))) *
+      config_.head_dim() * (2 * query_rows + 2 * key_rows);
   return std::clamp<int64_t>(
       options_.max_attention_pass_bytes / std::max<int64_t>(1, bytes_per_head),
       1, config_.num_attention_heads);
@@ -103,7 +113,7 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
                    head_dim, first_part, num_parts, group.begin, group.count);
   const bool in_float32 = x.scalar_type() == at::kFloat;
   at::Tensor y = at::empty({x.size(0), linear.weight_t.size(1)},
-                           x.options().dtype(at::kFloat));
+                           x.options().dtype(AttentionDType(x)));
   Blocks(x.size(0), [&](int64_t begin, int64_t end) {
     const int64_t rows = end - begin;
     const at::Tensor in = x.narrow(0, begin, rows);
@@ -112,15 +122,18 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
     at::Tensor out = y.narrow(0, begin, rows);
     if (in_float32) {
       at::addmm_out(out, linear.bias, normed, linear.weight_t);
-    } else {  // a bfloat16 product, widened for attention
+    } else {  // a reduced-precision product, in y's dtype
       out.copy_(linear(normed));
     }
     if (rotary_tokens == nullptr || first_part != 0) return;
     const RotaryTables tables = rotary_tokens->rotary.Rows(begin, rows);
-    // Queries and keys are adjacent columns: rotate both as 2·count heads.
-    ApplyRotaryInPlace(out.narrow(1, 0, 2 * group.count * head_dim)
-                           .view({rows, 2 * group.count, head_dim}),
+    // Queries and keys are adjacent columns: rotate both as 2·count heads,
+    // in float32 (bfloat16 angles would be off by up to 2⁻⁹ of a turn).
+    at::Tensor query_key = out.narrow(1, 0, 2 * group.count * head_dim);
+    at::Tensor rotated = query_key.to(at::kFloat);
+    ApplyRotaryInPlace(rotated.view({rows, 2 * group.count, head_dim}),
                        tables.cos, tables.sin);
+    if (!rotated.is_same(query_key)) query_key.copy_(rotated);
   });
   return y;
 }

@@ -162,6 +162,8 @@ class Encoder {
   void ApplyNormInPlace(const Norm& norm, at::Tensor& x) const;
   // x in the weights' dtype (no copy when it already is).
   at::Tensor ToCompute(const at::Tensor& x) const;
+  // The dtype of the Q, K and V that layers with input like x attend over.
+  static at::ScalarType AttentionDType(const at::Tensor& x);
   template <typename Fn>
   void Blocks(int64_t rows, Fn&& fn) const {
     ForEachRowBlock(rows, options_.block_tokens, options_.parallel_blocks, fn);
