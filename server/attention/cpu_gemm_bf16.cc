@@ -16,6 +16,22 @@ namespace {
 
 std::atomic<bool> gemm_bf16_enabled{true};
 
+// Where the left-hand operand's pairs lie: pair p of row i (elements 2p and
+// 2p + 1 of the depth) starts at data + i · row_step + p · pair_step.
+// Row-major a: (lda, 2); a packed by PackBF16 along the depth: (2, 2·rows).
+struct PairLayout {
+  const BFloat16Bits* data;
+  int64_t row_step;
+  int64_t pair_step;
+
+  const BFloat16Bits* Pair(int64_t i, int64_t p) const {
+    return data + i * row_step + p * pair_step;
+  }
+  PairLayout FromRow(int64_t i) const {
+    return {data + i * row_step, row_step, pair_step};
+  }
+};
+
 // One pair of a's row (elements k and k + 1, k even) as the 32-bit word
 // vdpbf16ps broadcasts; `single` when k + 1 is past the depth, whose
 // missing half must be zero (the packed b's is, but 0 · NaN is NaN).
@@ -40,9 +56,8 @@ inline uint32_t PairOf(const BFloat16Bits* a, bool single) {
 // of the 32 registers as accumulators, as the float32 kernel does.
 template <int kRows, int kVectors>
 FAVOR_BF16_TARGET __attribute__((always_inline)) inline void Tile(
-    int64_t depth, const BFloat16Bits* a, int64_t lda,
-    const BFloat16Bits* packed_b, int64_t cols, float* c, int64_t ldc,
-    bool accumulate, __mmask16 mask) {
+    int64_t depth, PairLayout a, const BFloat16Bits* packed_b, int64_t cols,
+    float* c, int64_t ldc, bool accumulate, __mmask16 mask) {
   __m512 acc[kRows][kVectors];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
@@ -65,7 +80,7 @@ FAVOR_BF16_TARGET __attribute__((always_inline)) inline void Tile(
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       const __m512bh av = (__m512bh)_mm512_set1_epi32(
-          static_cast<int>(PairOf(a + r * lda + 2 * p, single)));
+          static_cast<int>(PairOf(a.Pair(r, p), single)));
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) {
         acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
@@ -85,7 +100,7 @@ FAVOR_BF16_TARGET __attribute__((always_inline)) inline void Tile(
 }
 
 FAVOR_BF16_TARGET void GemmAvx512BF16(int64_t rows, int64_t cols, int64_t depth,
-                                      const BFloat16Bits* a, int64_t lda,
+                                      PairLayout a,
                                       const BFloat16Bits* packed_b, float* c,
                                       int64_t ldc, bool accumulate) {
   ForEachPanel(cols, [&](int64_t j, int vectors, int lanes) FAVOR_BF16_TARGET {
@@ -93,8 +108,8 @@ FAVOR_BF16_TARGET void GemmAvx512BF16(int64_t rows, int64_t cols, int64_t depth,
     WithConstant<4>(vectors, [&](auto v) FAVOR_BF16_TARGET {
       ForEachTile(rows, [&](int64_t i, auto r) FAVOR_BF16_TARGET {
         Tile<decltype(r)::value, decltype(v)::value>(
-            depth, a + i * lda, lda, packed_b + 2 * j, cols, c + i * ldc + j,
-            ldc, accumulate, mask);
+            depth, a.FromRow(i), packed_b + 2 * j, cols, c + i * ldc + j, ldc,
+            accumulate, mask);
       });
     });
   });
@@ -161,13 +176,35 @@ FAVOR_BF16_TARGET void PackRowsAvx512(int64_t depth, int64_t cols,
     }
   }
 }
+// PackBF16 from bfloat16 rows: rows 2p and 2p + 1 interleaved, a zero row
+// past an odd depth; no rounding.
+FAVOR_BF16_TARGET void PackBitsAvx512(int64_t depth, int64_t cols,
+                                      const BFloat16Bits* b, int64_t ldb,
+                                      BFloat16Bits* packed) {
+  for (int64_t k = 0; k < depth; k += 2) {
+    const BFloat16Bits* even = b + k * ldb;
+    const BFloat16Bits* odd = k + 1 < depth ? even + ldb : nullptr;
+    auto* pairs = reinterpret_cast<uint32_t*>(packed + k * cols);
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 m = LanesLeft(cols - j);
+      const __m512i low =
+          _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, even + j));
+      const __m512i high =
+          odd == nullptr
+              ? _mm512_setzero_si512()
+              : _mm512_slli_epi32(
+                    _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, odd + j)),
+                    16);
+      _mm512_mask_storeu_epi32(pairs + j, m, _mm512_or_si512(low, high));
+    }
+  }
+}
 #undef FAVOR_BF16_TARGET
 #pragma GCC diagnostic pop
 #endif
 
 // The same sums as plain loops, pair by pair in vdpbf16ps's order.
-void GemmPortable(int64_t rows, int64_t cols, int64_t depth,
-                  const BFloat16Bits* a, int64_t lda,
+void GemmPortable(int64_t rows, int64_t cols, int64_t depth, PairLayout a,
                   const BFloat16Bits* packed_b, float* c, int64_t ldc,
                   bool accumulate) {
   const int64_t pairs = (depth + 1) / 2;
@@ -177,10 +214,11 @@ void GemmPortable(int64_t rows, int64_t cols, int64_t depth,
       float sum = accumulate ? c_row[j] : 0.0f;
       for (int64_t p = 0; p < pairs; ++p) {
         const BFloat16Bits* b = packed_b + p * 2 * cols + 2 * j;
+        const BFloat16Bits* pair = a.Pair(i, p);
         const bool single = 2 * p + 1 == depth;
-        const float odd = single ? 0.0f : FromBFloat16(a[i * lda + 2 * p + 1]);
+        const float odd = single ? 0.0f : FromBFloat16(pair[1]);
         sum += odd * FromBFloat16(b[1]);
-        sum += FromBFloat16(a[i * lda + 2 * p]) * FromBFloat16(b[0]);
+        sum += FromBFloat16(pair[0]) * FromBFloat16(b[0]);
       }
       c_row[j] = sum;
     }
@@ -232,6 +270,12 @@ void CopyBF16(int64_t rows, int64_t cols, const BFloat16Bits* x,
 
 void PackBF16(int64_t depth, int64_t cols, const BFloat16Bits* b, int64_t ldb,
               BFloat16Bits* packed) {
+#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+  if (GemmBF16IsFast()) {
+    PackBitsAvx512(depth, cols, b, ldb, packed);
+    return;
+  }
+#endif
   for (int64_t k = 0; k < (depth + 1) / 2 * 2; ++k) {
     BFloat16Bits* row = packed + (k / 2) * 2 * cols + k % 2;
     for (int64_t j = 0; j < cols; ++j) {
@@ -256,17 +300,34 @@ void ConvertToBF16(int64_t rows, int64_t cols, MatrixView x, BFloat16Bits* out,
   }
 }
 
-void GemmBF16(int64_t rows, int64_t cols, int64_t depth, const BFloat16Bits* a,
-              int64_t lda, const BFloat16Bits* packed_b, float* c, int64_t ldc,
-              bool accumulate) {
+namespace {
+
+void GemmPairs(int64_t rows, int64_t cols, int64_t depth, PairLayout a,
+               const BFloat16Bits* packed_b, float* c, int64_t ldc,
+               bool accumulate) {
   if (rows <= 0 || cols <= 0) return;
 #ifdef FAVOR_HAVE_AVX512_BF16_GEMM
   if (GemmBF16IsFast()) {
-    GemmAvx512BF16(rows, cols, depth, a, lda, packed_b, c, ldc, accumulate);
+    GemmAvx512BF16(rows, cols, depth, a, packed_b, c, ldc, accumulate);
     return;
   }
 #endif
-  GemmPortable(rows, cols, depth, a, lda, packed_b, c, ldc, accumulate);
+  GemmPortable(rows, cols, depth, a, packed_b, c, ldc, accumulate);
+}
+
+}  // namespace
+
+void GemmBF16(int64_t rows, int64_t cols, int64_t depth, const BFloat16Bits* a,
+              int64_t lda, const BFloat16Bits* packed_b, float* c, int64_t ldc,
+              bool accumulate) {
+  GemmPairs(rows, cols, depth, {a, lda, 2}, packed_b, c, ldc, accumulate);
+}
+
+void GemmBF16PackedA(int64_t rows, int64_t cols, int64_t depth,
+                     const BFloat16Bits* packed_a, const BFloat16Bits* packed_b,
+                     float* c, int64_t ldc, bool accumulate) {
+  GemmPairs(rows, cols, depth, {packed_a, 2, 2 * rows}, packed_b, c, ldc,
+            accumulate);
 }
 
 }  // namespace favor::attention::cpu

@@ -65,7 +65,8 @@ inline int64_t PackedBF16Size(int64_t depth, int64_t cols) {
 // * 2 * cols + 2 * j + k % 2], rounded to bfloat16; an odd depth's last
 // pair is completed with zeros. `packed` holds PackedBF16Size elements.
 void PackBF16(int64_t depth, int64_t cols, MatrixView b, BFloat16Bits* packed);
-// The same from a bfloat16 b, row-major with leading dimension ldb.
+// The same from a bfloat16 b, row-major with leading dimension ldb (no
+// rounding; vectorised where GemmBF16 is fast).
 void PackBF16(int64_t depth, int64_t cols, const BFloat16Bits* b, int64_t ldb,
               BFloat16Bits* packed);
 
@@ -90,6 +91,15 @@ void CopyBF16(int64_t rows, int64_t cols, const BFloat16Bits* x,
 void GemmBF16(int64_t rows, int64_t cols, int64_t depth, const BFloat16Bits* a,
               int64_t lda, const BFloat16Bits* packed_b, float* c, int64_t ldc,
               bool accumulate);
+
+// The same product with a given transposed and packed along the depth:
+// packed_a = PackBF16(depth, rows, aᵀ), so that a row's pairs are adjacent
+// as vdpbf16ps reads them. The same sums, in the same order, as GemmBF16.
+// FAVOR+'s key pass: Σφ(k)ᵀv (m × dv) from the step's features and values,
+// both packed along the tokens.
+void GemmBF16PackedA(int64_t rows, int64_t cols, int64_t depth,
+                     const BFloat16Bits* packed_a, const BFloat16Bits* packed_b,
+                     float* c, int64_t ldc, bool accumulate);
 
 }  // namespace favor::attention::cpu
 

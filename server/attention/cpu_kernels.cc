@@ -71,6 +71,24 @@ inline Vec16 Load(const float* p) {
 
 inline void Store(float* p, const Vec16& v) { std::memcpy(p, &v, sizeof(v)); }
 
+// 16 bfloat16 (raw bits) widened exactly: each is a float32's upper half.
+using Bits16 = uint16_t __attribute__((vector_size(32)));
+using Bits32 = uint32_t __attribute__((vector_size(64)));
+inline Vec16 LoadBF16(const uint16_t* p) {
+  Bits16 half;
+  std::memcpy(&half, p, sizeof(half));
+  const Bits32 bits = __builtin_convertvector(half, Bits32) << 16;
+  Vec16 v;
+  std::memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+inline float WidenBF16(uint16_t x) {
+  const uint32_t bits = static_cast<uint32_t>(x) << 16;
+  float v;
+  std::memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
 inline float RowMax(const float* row, int64_t cols) {
   float best = -std::numeric_limits<float>::infinity();
   int64_t c = 0;
@@ -118,6 +136,33 @@ inline float RowDot(const float* a, const float* b, int64_t cols) {
   for (; c < cols; ++c) sum += a[c] * b[c];
   for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
   return sum;
+}
+
+// The sum of v's lanes, halving the vector (a chain of four additions
+// rather than RowDot's sixteen: rows of 64 are short enough for the chain
+// to show).
+inline float LaneSum(Vec16 v) {
+  using Vec8 = float __attribute__((vector_size(32)));
+  using Vec4 = float __attribute__((vector_size(16)));
+  const Vec8 eight =
+      __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+      __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Vec4 four = __builtin_shufflevector(eight, eight, 0, 1, 2, 3) +
+                    __builtin_shufflevector(eight, eight, 4, 5, 6, 7);
+  return (four[0] + four[2]) + (four[1] + four[3]);
+}
+
+// Σ x[c]² of a bfloat16 row.
+inline float RowSquaresBF16(const uint16_t* x, int64_t cols) {
+  Vec16 lanes = {};
+  int64_t c = 0;
+  for (; c + kLanes <= cols; c += kLanes) {
+    const Vec16 v = LoadBF16(x + c);
+    lanes += v * v;
+  }
+  float sum = 0;
+  for (; c < cols; ++c) sum += WidenBF16(x[c]) * WidenBF16(x[c]);
+  return sum + LaneSum(lanes);
 }
 
 // row[c] = exp(row[c] − offset) + epsilon for c < cols, and when
@@ -229,6 +274,14 @@ void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
 }
 
 FAVOR_MULTIVERSION
+void RowSquaredNormsBF16(const uint16_t* x, int64_t rows, int64_t cols,
+                         int64_t stride, float scale, float* h) {
+  for (int64_t i = 0; i < rows; ++i) {
+    h[i] = scale * RowSquaresBF16(x + i * stride, cols);
+  }
+}
+
+FAVOR_MULTIVERSION
 float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
                           float* shift, int64_t rows, int64_t cols,
                           float* column_sums, float empty, LogitAffine logits) {
@@ -274,6 +327,34 @@ void AddKeptRows(const float* x, int64_t rows, int64_t cols, int64_t stride,
     const float* row = x + i * stride;
     for (int64_t c = 0; c < cols; ++c) sums[c] += row[c];
     sums[cols] += 1.0f;
+  }
+}
+
+FAVOR_MULTIVERSION
+void AddKeptRowsBF16(const uint16_t* x, int64_t rows, int64_t cols,
+                     int64_t stride, const uint8_t* keep, float* sums) {
+  // Sixteen columns at a time down all rows, in registers; then the total
+  // is added to sums once.
+  int64_t c = 0;
+  for (; c + kLanes <= cols; c += kLanes) {
+    Vec16 total = {};
+    for (int64_t i = 0; i < rows; ++i) {
+      if (keep == nullptr || keep[i] != 0) {
+        total += LoadBF16(x + i * stride + c);
+      }
+    }
+    Store(sums + c, Load(sums + c) + total);
+  }
+  for (; c < cols; ++c) {
+    float total = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      if (keep == nullptr || keep[i] != 0)
+        total += WidenBF16(x[i * stride + c]);
+    }
+    sums[c] += total;
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    if (keep == nullptr || keep[i] != 0) sums[cols] += 1.0f;
   }
 }
 

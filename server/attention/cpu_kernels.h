@@ -19,6 +19,10 @@ void Exp(const float* x, float* y, int64_t n);
 // `stride` (for the ‖x'‖²/2 term of the positive feature maps).
 void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
                      float scale, float* h);
+// The same for rows of bfloat16 (their raw bits), widened exactly as they
+// are read.
+void RowSquaredNormsBF16(const uint16_t* x, int64_t rows, int64_t cols,
+                         int64_t stride, float scale, float* h);
 
 // FAVOR++'s map of each row of logits, u[i, c] ↦ scale·u[i, c] + bias[c]
 // (LogitMap in features.h); a null bias is the identity (FAVOR+).
@@ -53,6 +57,10 @@ void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
 // `stride`.
 void AddKeptRows(const float* x, int64_t rows, int64_t cols, int64_t stride,
                  const uint8_t* keep, float* sums);
+// The same for rows of bfloat16 (their raw bits), summed down the rows
+// first and then added to sums (an order of its own).
+void AddKeptRowsBF16(const uint16_t* x, int64_t rows, int64_t cols,
+                     int64_t stride, const uint8_t* keep, float* sums);
 
 // sums[c] += Σ x[i, c], *sum_squared_norms += Σ ‖x[i]‖² and *count += the
 // number of rows, over rows i with keep[i] (all rows when keep is null), in

@@ -20,12 +20,12 @@ namespace {
 // call's page faults. A thread keeps its buffers (chunk × m and chunk × dv
 // floats: 80 KiB on the AVX-512 path's 64-token steps, 640 KiB on the BLAS
 // path's 512) until it exits.
-// The bfloat16 path adds the rows widened to float32 (for the norms and the
-// value sums) and the bfloat16 operands of its products.
+// The bfloat16 path adds the bfloat16 operands of its products and, under
+// a mask, the value rows with padding zeroed.
 enum class ScratchSlot {
   kFeatures = 0,
   kValueRows = 1,
-  kWidenedRows = 2,
+  kKeptValuesBF16 = 2,
   kFeaturesBF16 = 3,
   kValuesBF16 = 4,
   kPackedProjection = 5,
@@ -137,15 +137,26 @@ const T* DataOr(const at::Tensor& tensor, bool of_type) {
   return of_type ? static_cast<const T*>(tensor.data_ptr()) : nullptr;
 }
 
-// bfloat16 rows (row stride `stride`) widened exactly to float32, rows ×
-// cols contiguous: for the float32 norms and sums.
-void WidenRows(const cpu::BFloat16Bits* x, int64_t rows, int64_t cols,
-               int64_t stride, float* out) {
+// bfloat16 value rows (row stride `stride`), or, under a mask, their copy
+// in `scratch` (rows × dv) with padding rows zeroed: a padding row's
+// feature is 0, but 0 · NaN would not be.
+const cpu::BFloat16Bits* KeptValueBits(const cpu::BFloat16Bits* values,
+                                       int64_t stride, int64_t rows, int64_t dv,
+                                       const uint8_t* keep,
+                                       cpu::BFloat16Bits* scratch,
+                                       int64_t* kept_stride) {
+  *kept_stride = stride;
+  if (keep == nullptr) return values;
   for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) {
-      out[i * cols + j] = cpu::FromBFloat16(x[i * stride + j]);
+    const cpu::BFloat16Bits* row = values + i * stride;
+    if (keep[i]) {
+      std::copy(row, row + dv, scratch + i * dv);
+    } else {
+      std::fill(scratch + i * dv, scratch + (i + 1) * dv, 0);
     }
   }
+  *kept_stride = dv;
+  return scratch;
 }
 
 // The projection (d × m) packed for GemmBF16, once per call: 32 KiB at d =
@@ -159,9 +170,8 @@ const cpu::BFloat16Bits* PackedProjection(const FeatureContext& context) {
   return packed;
 }
 
-// The key sums of one group's range, step by step: Σφ̃(k)vᵀ (m×dv,
-// BLAS-friendly; in bfloat16, dv×m, so that the large operand, the
-// features, is the one PackBF16 packs and only the values are transposed)
+// The key sums of one group's range, step by step: Σφ̃(k)vᵀ (m×dv; in
+// bfloat16 from the features and the values both packed along the tokens)
 // and Σφ̃(k) (m) kept apart. The shift runs ahead of the data (raised only
 // when a step would overflow) and is settled to the true max at the end,
 // which is what the reference's global key max gives.
@@ -176,9 +186,8 @@ class KeyAccumulator {
   KeyState Finish();
 
  private:
-  // The first product into features_; returns the key rows as float32 for
-  // the norms (in place, or widened from bfloat16) and sets their stride.
-  const float* ProjectKeys(int64_t start, int64_t rows, int64_t* stride);
+  // The first product into features_ and the keys' ‖k‖²/(2√d) into half_.
+  void ProjectKeys(int64_t start, int64_t rows);
   // The value sums and Σφ̃(k)vᵀ of the step's features.
   void AddValues(int64_t start, int64_t rows, const uint8_t* keep_rows);
 
@@ -200,9 +209,9 @@ class KeyAccumulator {
   const cpu::BFloat16Bits* const projection16_;
   float* const features_;
   float* const kept_values_;
-  float* const widened_;
+  cpu::BFloat16Bits* const kept_values16_;
   cpu::BFloat16Bits* const features16_;
-  cpu::BFloat16Bits* const values16_t_;
+  cpu::BFloat16Bits* const values16_packed_;
   std::vector<float> half_;
   const float half_scale_;
   const cpu::LogitAffine logits_;
@@ -216,8 +225,7 @@ KeyAccumulator::KeyAccumulator(const FeatureContext& context,
       d_(group.key.size(2)),
       dv_(group.value.size(2)),
       m_(context.num_features()),
-      sums_(bf16_ ? at::zeros({dv_, m_}, at::kFloat)
-                  : at::zeros({m_, dv_}, at::kFloat)),
+      sums_(at::zeros({m_, dv_}, at::kFloat)),
       feature_sums_(at::zeros({m_}, at::kFloat)),
       value_sums_(at::zeros({dv_ + 1}, at::kFloat)),
       sums_data_(sums_.data_ptr<float>()),
@@ -236,33 +244,32 @@ KeyAccumulator::KeyAccumulator(const FeatureContext& context,
       projection16_(bf16_ ? PackedProjection(context) : nullptr),
       features_(Scratch(ScratchSlot::kFeatures, chunk, m_)),
       kept_values_(Scratch(ScratchSlot::kValueRows, chunk, dv_)),
-      widened_(
-          bf16_ ? Scratch(ScratchSlot::kWidenedRows, chunk, std::max(d_, dv_))
-                : nullptr),
+      kept_values16_(
+          bf16_ && keep_ != nullptr
+              ? ScratchBF16(ScratchSlot::kKeptValuesBF16, chunk * dv_)
+              : nullptr),
       features16_(bf16_ ? ScratchBF16(ScratchSlot::kFeaturesBF16,
                                       cpu::PackedBF16Size(chunk, m_))
                         : nullptr),
-      values16_t_(bf16_ ? ScratchBF16(ScratchSlot::kValuesBF16, dv_ * chunk)
-                        : nullptr),
+      values16_packed_(bf16_ ? ScratchBF16(ScratchSlot::kValuesBF16,
+                                           cpu::PackedBF16Size(chunk, dv_))
+                             : nullptr),
       half_(chunk),
       half_scale_(0.5f / std::sqrt(static_cast<float>(d_))),
       logits_(AffineOf(group)) {}
 
-const float* KeyAccumulator::ProjectKeys(int64_t start, int64_t rows,
-                                         int64_t* stride) {
+void KeyAccumulator::ProjectKeys(int64_t start, int64_t rows) {
   if (!bf16_) {
     const float* x = keys_ + start * key_stride_;
     MatMul(rows, m_, d_, {x, key_stride_, 1}, projection_, m_, features_, m_,
            /*accumulate=*/false);
-    *stride = key_stride_;
-    return x;
+    cpu::RowSquaredNorms(x, rows, d_, key_stride_, half_scale_, half_.data());
+    return;
   }
   const cpu::BFloat16Bits* x = keys16_ + start * key_stride_;
   cpu::GemmBF16(rows, m_, d_, x, key_stride_, projection16_, features_, m_,
                 /*accumulate=*/false);
-  WidenRows(x, rows, d_, key_stride_, widened_);
-  *stride = d_;
-  return widened_;
+  cpu::RowSquaredNormsBF16(x, rows, d_, key_stride_, half_scale_, half_.data());
 }
 
 void KeyAccumulator::AddValues(int64_t start, int64_t rows,
@@ -275,24 +282,22 @@ void KeyAccumulator::AddValues(int64_t start, int64_t rows,
            dv_, /*accumulate=*/true);
     return;
   }
-  // Σφ̃(k)vᵀ transposed: (dv × rows) vᵀ times the packed (rows × m)
-  // features. The kept values are bfloat16 numbers, so their transposed
-  // copy rounds nothing.
-  WidenRows(values16_ + start * value_stride_, rows, dv_, value_stride_,
-            widened_);
-  const cpu::MatrixView v = KeptValues(widened_, dv_, rows, dv_, keep_rows,
-                                       kept_values_, value_sums_data_);
+  // Σφ̃(k)vᵀ as φ̃ᵀ (m × rows) times v (rows × dv), both packed along the
+  // tokens: the features rounded to bfloat16, the values' bits as they are.
+  int64_t stride = 0;
+  const cpu::BFloat16Bits* v =
+      KeptValueBits(values16_ + start * value_stride_, value_stride_, rows, dv_,
+                    keep_rows, kept_values16_, &stride);
+  cpu::AddKeptRowsBF16(v, rows, dv_, stride, keep_rows, value_sums_data_);
   cpu::PackBF16(rows, m_, {features_, m_, 1}, features16_);
-  cpu::ConvertToBF16(dv_, rows, {v.data, 1, v.row_stride}, values16_t_, rows);
-  cpu::GemmBF16(dv_, m_, rows, values16_t_, rows, features16_, sums_data_, m_,
-                /*accumulate=*/true);
+  cpu::PackBF16(rows, dv_, v, stride, values16_packed_);
+  cpu::GemmBF16PackedA(m_, dv_, rows, features16_, values16_packed_, sums_data_,
+                       dv_, /*accumulate=*/true);
 }
 
 void KeyAccumulator::Step(int64_t start, int64_t rows) {
   const uint8_t* keep_rows = keep_ != nullptr ? keep_ + start : nullptr;
-  int64_t stride = 0;
-  const float* x = ProjectKeys(start, rows, &stride);
-  cpu::RowSquaredNorms(x, rows, d_, stride, half_scale_, half_.data());
+  ProjectKeys(start, rows);
   const float shift_before = shift_;
   max_seen_ =
       std::max(max_seen_, cpu::ExpWithRunningShift(
@@ -312,8 +317,7 @@ KeyState KeyAccumulator::Finish() {
     feature_sums_.mul_(scale);
   }
   const auto opts = at::TensorOptions().dtype(at::kFloat);
-  const at::Tensor sums = bf16_ ? sums_.t() : sums_;
-  return {at::cat({sums, feature_sums_.unsqueeze(1)}, 1).unsqueeze(0),
+  return {at::cat({sums_, feature_sums_.unsqueeze(1)}, 1).unsqueeze(0),
           at::full({1, 1, 1}, max_seen_, opts), value_sums_.view({1, 1, -1})};
 }
 
@@ -393,7 +397,6 @@ void QueriesBF16(const FeatureContext& context, QueryPass& p,
   const cpu::BFloat16Bits* const projection = PackedProjection(context);
   cpu::BFloat16Bits* const u16 =
       ScratchBF16(ScratchSlot::kFeaturesBF16, p.chunk * p.m);
-  float* const widened = Scratch(ScratchSlot::kWidenedRows, p.chunk, p.d);
   const auto* queries =
       static_cast<const cpu::BFloat16Bits*>(p.query.data_ptr());
   auto* outputs = static_cast<cpu::BFloat16Bits*>(p.out.data_ptr());
@@ -402,8 +405,8 @@ void QueriesBF16(const FeatureContext& context, QueryPass& p,
     const cpu::BFloat16Bits* x = queries + start * p.query_stride;
     cpu::GemmBF16(rows, p.m, p.d, x, p.query_stride, projection, p.u, p.m,
                   /*accumulate=*/false);
-    WidenRows(x, rows, p.d, p.query_stride, widened);
-    cpu::RowSquaredNorms(widened, rows, p.d, p.d, p.half_scale, p.half.data());
+    cpu::RowSquaredNormsBF16(x, rows, p.d, p.query_stride, p.half_scale,
+                             p.half.data());
     cpu::QueryFeaturesWithDot(p.u, p.half.data(), rows, p.m, context.epsilon(),
                               p.feature_sums.data_ptr<float>(),
                               p.denominators.data(), p.logits);

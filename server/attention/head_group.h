@@ -34,21 +34,20 @@ struct TokenRange {
   int64_t end = 0;
 };
 
-// Splits each group's `length(group)` tokens into ranges of whole chunks so
-// that there are about `target_tasks` ranges in all (at least one per
-// non-empty group). Ranges of a group come in token order.
-template <typename LengthFn>
-std::vector<TokenRange> SplitIntoRanges(size_t num_groups, LengthFn length,
-                                        int64_t chunk, int64_t target_tasks) {
+// Splits each group's `length(group)` tokens into `parts_of(tokens)` ranges
+// of whole chunks (at least one, at most one per chunk), each group's
+// number chosen from its own length alone. Ranges of a group come in token
+// order.
+template <typename LengthFn, typename PartsFn>
+std::vector<TokenRange> SplitIntoParts(size_t num_groups, LengthFn length,
+                                       int64_t chunk, PartsFn parts_of) {
   std::vector<TokenRange> ranges;
-  const int64_t per_group = std::max<int64_t>(
-      1, (target_tasks + static_cast<int64_t>(num_groups) - 1) /
-             std::max<int64_t>(1, static_cast<int64_t>(num_groups)));
   for (size_t g = 0; g < num_groups; ++g) {
     const int64_t tokens = length(g);
     if (tokens == 0) continue;
     const int64_t chunks = (tokens + chunk - 1) / chunk;
-    const int64_t parts = std::min(per_group, chunks);
+    const int64_t parts =
+        std::clamp<int64_t>(parts_of(tokens), int64_t{1}, chunks);
     const int64_t chunks_per_part = (chunks + parts - 1) / parts;
     for (int64_t begin = 0; begin < tokens; begin += chunks_per_part * chunk) {
       ranges.push_back(
@@ -56,6 +55,19 @@ std::vector<TokenRange> SplitIntoRanges(size_t num_groups, LengthFn length,
     }
   }
   return ranges;
+}
+
+// Splits each group's `length(group)` tokens into ranges of whole chunks so
+// that there are about `target_tasks` ranges in all (at least one per
+// non-empty group). Ranges of a group come in token order.
+template <typename LengthFn>
+std::vector<TokenRange> SplitIntoRanges(size_t num_groups, LengthFn length,
+                                        int64_t chunk, int64_t target_tasks) {
+  const int64_t per_group = std::max<int64_t>(
+      1, (target_tasks + static_cast<int64_t>(num_groups) - 1) /
+             std::max<int64_t>(1, static_cast<int64_t>(num_groups)));
+  return SplitIntoParts(num_groups, length, chunk,
+                        [&](int64_t) { return per_group; });
 }
 
 // Runs f(i) for every i in [0, n): on CPU, on the intra-op threads, each

@@ -244,16 +244,27 @@ int64_t TargetTasks(bool parallel, size_t groups) {
                   : static_cast<int64_t>(groups);
 }
 
-// The key ranges' target: a fixed number per group, so that a sequence's
-// keys split the same way whatever else is in the batch and however many
-// threads there are. Its key sums, merged range by range in token order,
-// are then the same bits packed or alone: the bfloat16 path rounds them to
-// bfloat16, where a float32 summation order's last bit would otherwise
-// flip a stored value. 16 ranges of at least chunk_tokens keep 16 threads
-// busy on one sequence of four head groups.
-int64_t KeyTasks(bool parallel, size_t groups) {
-  constexpr int64_t kKeyRangesPerGroup = 16;
-  return (parallel ? kKeyRangesPerGroup : 1) * static_cast<int64_t>(groups);
+// Each group's key ranges, chosen from its own length alone, so that a
+// sequence's keys split the same way whatever else is in the batch and
+// however many threads there are. Its key sums, merged range by range in
+// token order, are then the same bits packed or alone: the bfloat16 path
+// rounds them to bfloat16, where a float32 summation order's last bit would
+// otherwise flip a stored value. About kKeyRangeTokens per range (each
+// range costs a merge on the calling thread), at most kMaxKeyRanges (a
+// long sequence of four head groups keeps 16 threads busy); one range per
+// group off the CPU, where the groups run in order.
+std::vector<TokenRange> KeyRanges(const std::vector<HeadGroup>& groups,
+                                  int64_t chunk, bool parallel) {
+  constexpr int64_t kKeyRangeTokens = 4096;
+  constexpr int64_t kMaxKeyRanges = 16;
+  return SplitIntoParts(
+      groups.size(), [&](size_t g) { return groups[g].key.size(1); }, chunk,
+      [&](int64_t tokens) {
+        return parallel
+                   ? std::min(kMaxKeyRanges,
+                              (tokens + kKeyRangeTokens - 1) / kKeyRangeTokens)
+                   : int64_t{1};
+      });
 }
 
 // Key sums of every range, in parallel.
@@ -287,9 +298,8 @@ std::vector<KeyState> MergeRanges(const LinearAttention& attention,
 void RunNonCausal(const LinearAttention& attention,
                   const AttentionOptions& options,
                   const std::vector<HeadGroup>& groups, bool parallel) {
-  const std::vector<TokenRange> key_ranges = SplitIntoRanges(
-      groups.size(), [&](size_t g) { return groups[g].key.size(1); },
-      options.chunk_tokens, KeyTasks(parallel, groups.size()));
+  const std::vector<TokenRange> key_ranges =
+      KeyRanges(groups, options.chunk_tokens, parallel);
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, key_ranges, parallel);
   const std::vector<KeyState> totals =
@@ -315,9 +325,8 @@ void RunNonCausal(const LinearAttention& attention,
 void RunCausal(const LinearAttention& attention,
                const AttentionOptions& options, float epsilon,
                const std::vector<HeadGroup>& groups, bool parallel) {
-  const std::vector<TokenRange> ranges = SplitIntoRanges(
-      groups.size(), [&](size_t g) { return groups[g].key.size(1); },
-      options.causal_chunk_tokens, KeyTasks(parallel, groups.size()));
+  const std::vector<TokenRange> ranges =
+      KeyRanges(groups, options.causal_chunk_tokens, parallel);
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, ranges, parallel);
   const std::vector<KeyState> totals =

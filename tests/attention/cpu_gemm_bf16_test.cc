@@ -58,6 +58,24 @@ void CheckAgainstDoubleSums(const Shape& s, bool accumulate) {
   const std::vector<float> c_before = c;
   GemmBF16(s.rows, s.cols, s.depth, o.a.data(), o.lda, o.packed.data(),
            c.data(), ldc, accumulate);
+  // The product from a packed aᵀ: the same sums in the same order, so the
+  // same bits, and the same untouched padding.
+  std::vector<BFloat16Bits> a_t(s.depth * s.rows);
+  for (int64_t i = 0; i < s.rows; ++i) {
+    for (int64_t k = 0; k < s.depth; ++k) {
+      a_t[k * s.rows + i] = o.a[i * o.lda + k];
+    }
+  }
+  std::vector<BFloat16Bits> packed_a(PackedBF16Size(s.depth, s.rows) + 1);
+  PackBF16(s.depth, s.rows, a_t.data(), s.rows, packed_a.data());
+  std::vector<float> c_packed_a = c_before;
+  GemmBF16PackedA(s.rows, s.cols, s.depth, packed_a.data(), o.packed.data(),
+                  c_packed_a.data(), ldc, accumulate);
+  for (size_t e = 0; e < c.size(); ++e) {
+    ASSERT_EQ(c_packed_a[e], c[e])
+        << "GemmBF16PackedA, element " << e << " of " << s.rows << "x"
+        << s.cols << "x" << s.depth;
+  }
   for (int64_t i = 0; i < s.rows; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
       const float got = c[i * ldc + j];
@@ -178,6 +196,21 @@ TEST_P(GemmBF16Test, ConversionsRoundAsToBFloat16) {
   for (int64_t j = 0; j < cols; ++j) {  // the odd depth's zero half
     ASSERT_EQ(packed[(rows / 2) * 2 * cols + 2 * j + 1], 0) << j;
   }
+  // Packing bfloat16 bits interleaves them as they are, masked tail and
+  // odd depth included.
+  std::vector<BFloat16Bits> packed_bits(PackedBF16Size(rows, cols) + 1, 7);
+  PackBF16(rows, cols, out.data(), cols, packed_bits.data());
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      ASSERT_EQ(packed_bits[(i / 2) * 2 * cols + 2 * j + i % 2],
+                out[i * cols + j])
+          << i << "," << j;
+    }
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    ASSERT_EQ(packed_bits[(rows / 2) * 2 * cols + 2 * j + 1], 0) << j;
+  }
+  ASSERT_EQ(packed_bits.back(), 7) << "packing overran";
 }
 
 INSTANTIATE_TEST_SUITE_P(FastAndPortable, GemmBF16Test, testing::Bool(),

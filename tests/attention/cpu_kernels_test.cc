@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -196,6 +197,51 @@ TEST(CpuKernelsTest, AddKeptRowsSumsKeptRowsAndCountsThem) {
       for (int64_t c = 0; c < cols; ++c) want[c] += x[i * stride + c];
     }
     for (int64_t c = 0; c < cols; ++c) EXPECT_NEAR(sums[c], want[c], 1e-5);
+    EXPECT_EQ(sums[cols], count);
+  }
+}
+
+// The bfloat16 row kernels against double sums of the same bfloat16
+// values: 37 columns (two vectors and a tail), a row stride, and padding
+// rows skipped.
+TEST(CpuKernelsTest, BFloat16RowNormsAndSumsMatchDoubleSums) {
+  const int64_t rows = 6, cols = 37, stride = 41;
+  const std::vector<float> values = RandomRows(rows, stride, 3.0f, 12);
+  std::vector<uint16_t> x(values.size());
+  std::vector<double> widened(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &values[i], sizeof(bits));
+    x[i] = static_cast<uint16_t>(bits >> 16);  // truncated: any bfloat16
+    const uint32_t back = static_cast<uint32_t>(x[i]) << 16;
+    float f;
+    std::memcpy(&f, &back, sizeof(f));
+    widened[i] = f;
+  }
+  std::vector<float> h(rows);
+  RowSquaredNormsBF16(x.data(), rows, cols, stride, 0.25f, h.data());
+  for (int64_t i = 0; i < rows; ++i) {
+    double want = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      want += widened[i * stride + c] * widened[i * stride + c];
+    }
+    EXPECT_NEAR(h[i], 0.25 * want, 1e-6 * want) << "row " << i;
+  }
+  const uint8_t keep[rows] = {1, 0, 1, 1, 0, 1};
+  for (const uint8_t* mask : {static_cast<const uint8_t*>(keep),
+                              static_cast<const uint8_t*>(nullptr)}) {
+    std::vector<float> sums(cols + 1, 1.0f);
+    AddKeptRowsBF16(x.data(), rows, cols, stride, mask, sums.data());
+    double count = 1;
+    std::vector<double> want(cols, 1.0);
+    for (int64_t i = 0; i < rows; ++i) {
+      if (mask != nullptr && !mask[i]) continue;
+      ++count;
+      for (int64_t c = 0; c < cols; ++c) want[c] += widened[i * stride + c];
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      EXPECT_NEAR(sums[c], want[c], 1e-5) << "column " << c;
+    }
     EXPECT_EQ(sums[cols], count);
   }
 }
