@@ -12,14 +12,12 @@
 // --auth_tokens_file; both files are read before the models load and a bad
 // one exits 1. Without them: plaintext, no authentication.
 // SIGTERM / SIGINT: health NOT_SERVING, new calls UNAVAILABLE, the batchers
-// drain for at most --drain_timeout_seconds, then gRPC shuts down and the
-// process exits 0.
-#include <unistd.h>
+// drain for at most --drain_timeout_seconds, open streams finish, the
+// answers are sent, and the process exits 0 (shutdown.h: never CANCELLED).
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,6 +51,7 @@
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
 #include "server/service/server_credentials.h"
+#include "server/shutdown.h"
 
 namespace {
 
@@ -362,52 +361,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
   return server;
 }
 
-// SIGTERM and SIGINT write their number into a pipe that the main thread
-// reads: a handler (rather than sigwait) catches them on whichever thread
-// they land, including threads that libraries started before main().
-int shutdown_pipe[2] = {-1, -1};
-
-void OnShutdownSignal(int signal) {
-  const char byte = static_cast<char>(signal);
-  (void)!write(shutdown_pipe[1], &byte, 1);
-}
-
-absl::Status InstallSignalHandlers() {
-  if (pipe(shutdown_pipe) != 0) {
-    return absl::InternalError("cannot create the shutdown signal pipe");
-  }
-  struct sigaction action = {};
-  action.sa_handler = OnShutdownSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-  return absl::OkStatus();
-}
-
-int WaitForSignal() {
-  char byte = 0;
-  while (read(shutdown_pipe[0], &byte, 1) != 1) {
-  }
-  return byte;
-}
-
-void Drain(grpc::Server* server, FavorService* service) {
-  SetHealth(server, false);
-  service->StartDraining();
-  const absl::Duration timeout =
-      absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_seconds));
-  const absl::Time start = absl::Now();
-  service->Shutdown(timeout);
-  LOG(INFO) << "event=drained seconds="
-            << absl::ToDoubleSeconds(absl::Now() - start);
-  // Calls still open (none should be) get a second to finish.
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  server->Wait();
-}
-
 absl::Status Run() {
-  RETURN_IF_ERROR(InstallSignalHandlers());
+  RETURN_IF_ERROR(favor::InstallShutdownSignalHandlers());
   favor::attention::CpuParallelismOptions parallelism;
   parallelism.num_threads = absl::GetFlag(FLAGS_threads);
   const int threads = favor::attention::ConfigureCpuParallelism(parallelism);
@@ -441,11 +396,15 @@ absl::Status Run() {
   LOG(INFO) << "event=serving models="
             << absl::StrJoin(repository->ModelNames(), ",")
             << " default_model=" << service->default_model();
-  const int signal = WaitForSignal();
+  const int signal = favor::WaitForShutdownSignal();
   LOG(INFO) << "event=shutdown_started signal=" << signal;
-  Drain(server.get(), service.get());
-  LOG(INFO) << "event=shutdown_complete";
-  return absl::OkStatus();
+  favor::DrainOptions drain;
+  drain.set_not_serving = [&server] { SetHealth(server.get(), false); };
+  drain.service = service.get();
+  drain.http = http_api != nullptr ? http_api->server.get() : nullptr;
+  drain.drain_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_seconds));
+  favor::DrainAndExit(std::move(drain));
 }
 
 }  // namespace

@@ -18,6 +18,12 @@
 namespace favor::service {
 namespace {
 
+// What a call, stream or stream message gets once the service drains.
+absl::Status ShuttingDownError() {
+  return absl::UnavailableError(
+      "server is shutting down; retry on another replica");
+}
+
 batching::Priority PriorityOf(v1::Priority priority) {
   return priority == v1::PRIORITY_HIGH ? batching::Priority::kHigh
                                        : batching::Priority::kNormal;
@@ -130,7 +136,7 @@ absl::Status FavorService::StartTokenizerPool() {
 
 FavorService::~FavorService() { Shutdown(absl::ZeroDuration()); }
 
-void FavorService::StartDraining() { draining_.store(true); }
+void FavorService::StartDraining() { open_calls_.StopAccepting(); }
 
 void FavorService::Shutdown(absl::Duration drain_timeout) {
   StartDraining();
@@ -145,6 +151,13 @@ void FavorService::Shutdown(absl::Duration drain_timeout) {
     attend_batcher_->Shutdown(
         std::max(deadline - clock_->Now(), absl::ZeroDuration()));
   }
+  // Every message a stream has read is answered by now: streams that the
+  // client keeps open would otherwise only end when gRPC cancels them.
+  open_calls_.StopStreams();
+}
+
+bool FavorService::WaitForOpenCalls(absl::Duration timeout) {
+  return open_calls_.WaitUntilNoneOpen(timeout);
 }
 
 absl::StatusOr<FavorService::ModelEntry*> FavorService::FindModel(
@@ -159,18 +172,16 @@ absl::StatusOr<FavorService::ModelEntry*> FavorService::FindModel(
 }
 
 absl::Status FavorService::CheckServing() const {
-  if (!draining()) return absl::OkStatus();
-  return absl::UnavailableError(
-      "server is shutting down; retry on another replica");
+  return draining() ? ShuttingDownError() : absl::OkStatus();
 }
 
 template <typename Start>
 grpc::ServerUnaryReactor* FavorService::StartUnary(
     grpc::CallbackServerContext* context, absl::string_view method,
     Start start) {
-  auto* call = new UnaryCall(context, metrics_, method);
+  auto* call = new UnaryCall(context, metrics_, method, &open_calls_);
   absl::Status status = AuthenticateCall(*context, options_.bearer_tokens);
-  if (status.ok()) status = CheckServing();
+  if (status.ok() && !call->accepted()) status = ShuttingDownError();
   if (status.ok()) status = start(call);
   if (!status.ok()) call->Answer(status);
   return call;
@@ -452,8 +463,11 @@ FavorService::EmbedStream(grpc::CallbackServerContext* context) {
   const absl::Status status =
       AuthenticateCall(*context, options_.bearer_tokens);
   if (!status.ok()) return DeniedEmbedStream(status);
-  return new EmbedStreamCall(context, this, metrics_,
-                             options_.max_stream_messages_in_flight);
+  EmbedStreamCall* call = EmbedStreamCall::Start(
+      context, this, metrics_, options_.max_stream_messages_in_flight,
+      &open_calls_);
+  if (call == nullptr) return DeniedEmbedStream(ShuttingDownError());
+  return call;
 }
 
 }  // namespace favor::service
