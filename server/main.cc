@@ -45,6 +45,7 @@
 #include "server/common/status_macros.h"
 #include "server/http/metrics_server.h"
 #include "server/http_flags.h"
+#include "server/memory_budget_setup.h"
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
 #include "server/model/model_repository.h"
@@ -125,6 +126,12 @@ ABSL_FLAG(int64_t, max_attend_queue_requests,
 ABSL_FLAG(int64_t, max_attend_tensor_elements,
           kService.attend_limits.max_tensor_elements,
           "most elements of one Attend tensor (Q, K, V or the output)");
+ABSL_FLAG(int64_t, max_memory_bytes, -1,
+          "memory budget in bytes: a batch runs only while its estimated "
+          "peak fits beside the batches running and what the process holds "
+          "(docs/performance.md); a request that never fits is "
+          "RESOURCE_EXHAUSTED; -1: 80% of the smaller of the machine's memory "
+          "and the cgroup limit; 0: no budget");
 ABSL_FLAG(int64_t, drain_timeout_seconds, 30,
           "on SIGTERM/SIGINT, how long queued work may still run before it "
           "is answered UNAVAILABLE");
@@ -270,6 +277,18 @@ absl::StatusOr<std::unique_ptr<favor::http::MetricsServer>> StartMetricsHttp(
   return http;
 }
 
+// After the models load: their weights are in the resident set it counts.
+absl::StatusOr<std::unique_ptr<favor::batching::MemoryBudget>>
+MemoryBudgetFromFlags(bool huge_pages, favor::metrics::Metrics* metrics) {
+  favor::MemoryBudgetSetup setup;
+  setup.max_memory_bytes = absl::GetFlag(FLAGS_max_memory_bytes);
+  if (huge_pages) {
+    setup.allocator_cache_bytes =
+        favor::attention::HugePageAllocatorOptions().max_cached_bytes;
+  }
+  return favor::StartMemoryBudget(setup, metrics);
+}
+
 // What GET /health reports: the gRPC health status of the whole server.
 std::atomic<bool> serving_now{false};
 
@@ -382,6 +401,9 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(FavorService::Options options, ServiceOptionsFromFlags());
   options.bearer_tokens = std::move(tokens);
   ASSIGN_OR_RETURN(auto metrics, NewMetrics(models));
+  ASSIGN_OR_RETURN(auto memory_budget,
+                   MemoryBudgetFromFlags(huge_pages, metrics.get()));
+  options.embed_batching.memory_budget = memory_budget.get();
   ASSIGN_OR_RETURN(auto metrics_http, StartMetricsHttp(metrics.get()));
   ASSIGN_OR_RETURN(auto service,
                    FavorService::Create(options, models, metrics.get()));
@@ -392,6 +414,7 @@ absl::Status Run() {
                        options.bearer_tokens, HttpTlsFromFlags(),
                        [] { return serving_now.load(); }, metrics.get()));
   RETURN_IF_ERROR(WarmUp(models));
+  favor::LogMemoryEstimates(models);
   SetHealth(server.get(), true);
   LOG(INFO) << "event=serving models="
             << absl::StrJoin(repository->ModelNames(), ",")

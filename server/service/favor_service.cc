@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
+#include "server/model/memory_estimate.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/chunk_gather.h"
 #include "server/service/embed_gather.h"
@@ -92,6 +93,8 @@ absl::Status FavorService::AddModel(const model::Model* model) {
       std::make_unique<metrics::BatcherMetrics>(metrics_, model->name());
   batching::Batcher::Options batching = options_.embed_batching;
   batching.model_name = model->name();
+  batching.batch_memory_overhead_bytes =
+      model::EstimateBatchOverheadBytes(model->description().memory);
   ASSIGN_OR_RETURN(entry->batcher,
                    batching::Batcher::Create(batching, entry->runner.get(),
                                              clock_, entry->observer.get()));
@@ -290,6 +293,10 @@ bool FavorService::EnqueueWork(
         on_done(*work, status);
       });
   request->num_tokens = static_cast<int64_t>(work->token_ids.size());
+  request->memory_bytes = model::EstimateInputMemoryBytes(
+      entry->model->description().memory, request->num_tokens,
+      work->include_token_embeddings || !work->spans.empty() ||
+          work->pooling == model::Pooling::kNone);
   request->priority = prepared.priority;
   request->deadline = deadline;
   request->cancellation = cancellation;

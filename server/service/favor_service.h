@@ -92,7 +92,10 @@ class FavorService final : public v1::Favor::CallbackService,
     // that sends faster than it reads cannot make the server buffer without
     // bound.
     int64_t max_stream_messages_in_flight = 256;
-    // Options of every model's Batcher (model_name is set per model).
+    // Options of every model's Batcher (model_name and
+    // batch_memory_overhead_bytes are set per model). With a memory_budget,
+    // each input is counted by the model's estimate (memory_estimate.h); the
+    // Attend batcher is bounded by attend_limits instead.
     batching::Batcher::Options embed_batching;
     // Options of the Attend batcher, and the size limits of its tensors.
     batching::Batcher::Options attend_batching = DefaultAttendBatching();

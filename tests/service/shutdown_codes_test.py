@@ -33,7 +33,6 @@ import random
 import re
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -217,33 +216,17 @@ def caller(grpc, pb, stub, index, http_port, stop, recorder):
         connection.close()
 
 
-def wait_for_port(server, log_path):
-    """The gRPC port from the log, once the server says it is serving (a
-    channel made before the port listens would back off for seconds)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert server.poll() is None, "favor-server exited during start-up"
-        text = open(log_path).read()
-        if "event=serving" in text:
-            return int(re.search(r"event=grpc_started .* port=(\d+)", text).group(1))
-        time.sleep(0.02)
-    raise AssertionError("favor-server never became SERVING")
-
-
 def run_round(grpc, pb, rpc, binary, repository, work, index):
     log_path = os.path.join(work, "server-%d.log" % index)
     http_port = peer.free_port()
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            [binary, "--model_repository=" + repository, "--port=0",
-             "--metrics_port=0", "--http_port=%d" % http_port, "--threads=1",
-             "--tokenizer_threads=1",
-             "--drain_timeout_seconds=%d" % DRAIN_TIMEOUT_SECONDS],
-            stdout=log, stderr=subprocess.STDOUT)
+    server, _, port, _ = peer.start_logged_server(
+        [binary, "--model_repository=" + repository, "--port=0",
+         "--metrics_port=0", "--http_port=%d" % http_port, "--threads=1",
+         "--tokenizer_threads=1",
+         "--drain_timeout_seconds=%d" % DRAIN_TIMEOUT_SECONDS], log_path)
     recorder, stop = Recorder(), threading.Event()
     callers = UNARY_CALLERS + OPEN_STREAM_CALLERS + HTTP_CALLERS
     try:
-        port = wait_for_port(server, log_path)
         channel = grpc.insecure_channel("127.0.0.1:%d" % port)
         stub = rpc.FavorStub(channel)
         threads = [threading.Thread(target=caller, args=(
