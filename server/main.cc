@@ -12,14 +12,12 @@
 // --auth_tokens_file; both files are read before the models load and a bad
 // one exits 1. Without them: plaintext, no authentication.
 // SIGTERM / SIGINT: health NOT_SERVING, new calls UNAVAILABLE, the batchers
-// drain for at most --drain_timeout_seconds, then gRPC shuts down and the
-// process exits 0.
-#include <unistd.h>
+// drain for at most --drain_timeout_seconds, open streams finish, the
+// answers are sent, and the process exits 0 (shutdown.h: never CANCELLED).
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,12 +45,14 @@
 #include "server/common/status_macros.h"
 #include "server/http/metrics_server.h"
 #include "server/http_flags.h"
+#include "server/memory_budget_setup.h"
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
 #include "server/model/model_repository.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
 #include "server/service/server_credentials.h"
+#include "server/shutdown.h"
 
 namespace {
 
@@ -126,6 +126,12 @@ ABSL_FLAG(int64_t, max_attend_queue_requests,
 ABSL_FLAG(int64_t, max_attend_tensor_elements,
           kService.attend_limits.max_tensor_elements,
           "most elements of one Attend tensor (Q, K, V or the output)");
+ABSL_FLAG(int64_t, max_memory_bytes, -1,
+          "memory budget in bytes: a batch runs only while its estimated "
+          "peak fits beside the batches running and what the process holds "
+          "(docs/performance.md); a request that never fits is "
+          "RESOURCE_EXHAUSTED; -1: 80% of the smaller of the machine's memory "
+          "and the cgroup limit; 0: no budget");
 ABSL_FLAG(int64_t, drain_timeout_seconds, 30,
           "on SIGTERM/SIGINT, how long queued work may still run before it "
           "is answered UNAVAILABLE");
@@ -271,6 +277,18 @@ absl::StatusOr<std::unique_ptr<favor::http::MetricsServer>> StartMetricsHttp(
   return http;
 }
 
+// After the models load: their weights are in the resident set it counts.
+absl::StatusOr<std::unique_ptr<favor::batching::MemoryBudget>>
+MemoryBudgetFromFlags(bool huge_pages, favor::metrics::Metrics* metrics) {
+  favor::MemoryBudgetSetup setup;
+  setup.max_memory_bytes = absl::GetFlag(FLAGS_max_memory_bytes);
+  if (huge_pages) {
+    setup.allocator_cache_bytes =
+        favor::attention::HugePageAllocatorOptions().max_cached_bytes;
+  }
+  return favor::StartMemoryBudget(setup, metrics);
+}
+
 // What GET /health reports: the gRPC health status of the whole server.
 std::atomic<bool> serving_now{false};
 
@@ -362,52 +380,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
   return server;
 }
 
-// SIGTERM and SIGINT write their number into a pipe that the main thread
-// reads: a handler (rather than sigwait) catches them on whichever thread
-// they land, including threads that libraries started before main().
-int shutdown_pipe[2] = {-1, -1};
-
-void OnShutdownSignal(int signal) {
-  const char byte = static_cast<char>(signal);
-  (void)!write(shutdown_pipe[1], &byte, 1);
-}
-
-absl::Status InstallSignalHandlers() {
-  if (pipe(shutdown_pipe) != 0) {
-    return absl::InternalError("cannot create the shutdown signal pipe");
-  }
-  struct sigaction action = {};
-  action.sa_handler = OnShutdownSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-  return absl::OkStatus();
-}
-
-int WaitForSignal() {
-  char byte = 0;
-  while (read(shutdown_pipe[0], &byte, 1) != 1) {
-  }
-  return byte;
-}
-
-void Drain(grpc::Server* server, FavorService* service) {
-  SetHealth(server, false);
-  service->StartDraining();
-  const absl::Duration timeout =
-      absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_seconds));
-  const absl::Time start = absl::Now();
-  service->Shutdown(timeout);
-  LOG(INFO) << "event=drained seconds="
-            << absl::ToDoubleSeconds(absl::Now() - start);
-  // Calls still open (none should be) get a second to finish.
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  server->Wait();
-}
-
 absl::Status Run() {
-  RETURN_IF_ERROR(InstallSignalHandlers());
+  RETURN_IF_ERROR(favor::InstallShutdownSignalHandlers());
   favor::attention::CpuParallelismOptions parallelism;
   parallelism.num_threads = absl::GetFlag(FLAGS_threads);
   const int threads = favor::attention::ConfigureCpuParallelism(parallelism);
@@ -427,6 +401,9 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(FavorService::Options options, ServiceOptionsFromFlags());
   options.bearer_tokens = std::move(tokens);
   ASSIGN_OR_RETURN(auto metrics, NewMetrics(models));
+  ASSIGN_OR_RETURN(auto memory_budget,
+                   MemoryBudgetFromFlags(huge_pages, metrics.get()));
+  options.embed_batching.memory_budget = memory_budget.get();
   ASSIGN_OR_RETURN(auto metrics_http, StartMetricsHttp(metrics.get()));
   ASSIGN_OR_RETURN(auto service,
                    FavorService::Create(options, models, metrics.get()));
@@ -437,15 +414,20 @@ absl::Status Run() {
                        options.bearer_tokens, HttpTlsFromFlags(),
                        [] { return serving_now.load(); }, metrics.get()));
   RETURN_IF_ERROR(WarmUp(models));
+  favor::LogMemoryEstimates(models);
   SetHealth(server.get(), true);
   LOG(INFO) << "event=serving models="
             << absl::StrJoin(repository->ModelNames(), ",")
             << " default_model=" << service->default_model();
-  const int signal = WaitForSignal();
+  const int signal = favor::WaitForShutdownSignal();
   LOG(INFO) << "event=shutdown_started signal=" << signal;
-  Drain(server.get(), service.get());
-  LOG(INFO) << "event=shutdown_complete";
-  return absl::OkStatus();
+  favor::DrainOptions drain;
+  drain.set_not_serving = [&server] { SetHealth(server.get(), false); };
+  drain.service = service.get();
+  drain.http = http_api != nullptr ? http_api->server.get() : nullptr;
+  drain.drain_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_seconds));
+  favor::DrainAndExit(std::move(drain));
 }
 
 }  // namespace

@@ -16,6 +16,11 @@ namespace favor::batching {
 struct Batch {
   std::vector<std::unique_ptr<Request>> requests;
   int64_t num_tokens = 0;  // Sum of the requests' num_tokens.
+  // Sum of the requests' memory_bytes.
+  int64_t memory_bytes = 0;
+  // Held in the memory budget for this batch (its requests' bytes plus the
+  // per-batch overhead) until it is done; set and released by the Batcher.
+  int64_t reserved_memory_bytes = 0;
 };
 
 }  // namespace favor::batching

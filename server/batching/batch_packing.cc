@@ -13,11 +13,17 @@ bool Overdue(const Request& request, const PackingPolicy& policy,
   return now - request.enqueue_time >= policy.max_request_age;
 }
 
+// What a batch may hold besides the policy's limits: the memory left.
+struct Room {
+  int64_t memory_bytes;
+};
+
 bool Fits(const Batch& batch, const Request& request,
-          const PackingPolicy& policy) {
+          const PackingPolicy& policy, const Room& room) {
   return batch.num_tokens + request.num_tokens <= policy.max_batch_tokens &&
          static_cast<int64_t>(batch.requests.size()) <
-             policy.max_batch_requests;
+             policy.max_batch_requests &&
+         request.memory_bytes <= room.memory_bytes - batch.memory_bytes;
 }
 
 bool Full(const Batch& batch, const PackingPolicy& policy) {
@@ -28,12 +34,13 @@ bool Full(const Batch& batch, const PackingPolicy& policy) {
 
 void AddTo(std::unique_ptr<Request> request, Batch* batch) {
   batch->num_tokens += request->num_tokens;
+  batch->memory_bytes += request->memory_bytes;
   batch->requests.push_back(std::move(request));
 }
 
 // Overdue requests form a prefix of each queue (arrival order); walks both
 // prefixes oldest first, taking those that fit.
-void TakeOverdue(const PackingPolicy& policy, absl::Time now,
+void TakeOverdue(const PackingPolicy& policy, const Room& room, absl::Time now,
                  RequestQueues* queues, Batch* batch) {
   const Queue& high = queues->queue(Priority::kHigh);
   const Queue& normal = queues->queue(Priority::kNormal);
@@ -49,7 +56,7 @@ void TakeOverdue(const PackingPolicy& policy, absl::Time now,
         high_overdue && (!normal_overdue || (*high_it)->enqueue_time <=
                                                 (*normal_it)->enqueue_time);
     Queue::const_iterator& it = take_high ? high_it : normal_it;
-    if (Fits(*batch, **it, policy)) {
+    if (Fits(*batch, **it, policy, room)) {
       AddTo(queues->Take(take_high ? Priority::kHigh : Priority::kNormal, &it),
             batch);
     } else {
@@ -59,11 +66,11 @@ void TakeOverdue(const PackingPolicy& policy, absl::Time now,
 }
 
 // First fit in arrival order: a request that does not fit is skipped.
-void TakeFitting(const PackingPolicy& policy, Priority priority,
-                 RequestQueues* queues, Batch* batch) {
+void TakeFitting(const PackingPolicy& policy, const Room& room,
+                 Priority priority, RequestQueues* queues, Batch* batch) {
   const Queue& queue = queues->queue(priority);
   for (auto it = queue.begin(); it != queue.end() && !Full(*batch, policy);) {
-    if (Fits(*batch, **it, policy)) {
+    if (Fits(*batch, **it, policy, room)) {
       AddTo(queues->Take(priority, &it), batch);
     } else {
       ++it;
@@ -94,18 +101,21 @@ Priority ChooseLeader(const RequestQueues& queues, const PackingPolicy& policy,
 }
 
 Batch PackBatch(const PackingPolicy& policy, absl::Time now,
-                RequestQueues* queues, int* high_led_in_a_row) {
+                RequestQueues* queues, int* high_led_in_a_row,
+                int64_t max_memory_bytes) {
   const Priority leader =
       ChooseLeader(*queues, policy, now, *high_led_in_a_row);
+  Queue::const_iterator first = queues->queue(leader).begin();
+  if ((*first)->memory_bytes > max_memory_bytes) return Batch();
   const bool normal_waits = !queues->queue(Priority::kNormal).empty();
   *high_led_in_a_row =
       leader == Priority::kHigh && normal_waits ? *high_led_in_a_row + 1 : 0;
+  const Room room{max_memory_bytes};
   Batch batch;
-  Queue::const_iterator first = queues->queue(leader).begin();
   AddTo(queues->Take(leader, &first), &batch);
-  TakeOverdue(policy, now, queues, &batch);
-  TakeFitting(policy, Priority::kHigh, queues, &batch);
-  TakeFitting(policy, Priority::kNormal, queues, &batch);
+  TakeOverdue(policy, room, now, queues, &batch);
+  TakeFitting(policy, room, Priority::kHigh, queues, &batch);
+  TakeFitting(policy, room, Priority::kNormal, queues, &batch);
   return batch;
 }
 

@@ -10,6 +10,7 @@
 #define FAVOR_SERVER_BATCHING_BATCH_PACKING_H_
 
 #include <cstdint>
+#include <limits>
 
 #include "absl/time/time.h"
 #include "server/batching/batch.h"
@@ -32,6 +33,9 @@ struct PackingPolicy {
   int max_consecutive_high_batches = 1;
 };
 
+// PackBatch's max_memory_bytes when no memory budget applies.
+inline constexpr int64_t kNoMemoryLimit = std::numeric_limits<int64_t>::max();
+
 // When the next batch of `queues` falls due: at once (InfinitePast) when
 // they hold a full batch (max_batch_tokens tokens or max_batch_requests
 // requests), else once their oldest request has waited max_queue_delay;
@@ -53,10 +57,15 @@ Priority ChooseLeader(const RequestQueues& queues, const PackingPolicy& policy,
 // (oldest first), high-priority, then normal requests, in arrival order. A
 // request that does not fit is skipped and keeps its place. The batch holds
 // at most max_batch_tokens tokens and max_batch_requests requests, except a
-// leader larger than max_batch_tokens, which runs alone. Updates
-// `*high_led_in_a_row` (the priority share's count).
+// leader larger than max_batch_tokens, which runs alone, and at most
+// `max_memory_bytes` of its requests' memory_bytes. When the leader alone
+// exceeds max_memory_bytes, nothing is taken: the batch is empty and
+// `queues` and `*high_led_in_a_row` are unchanged (the leader waits, and
+// nothing overtakes it). Otherwise updates `*high_led_in_a_row` (the
+// priority share's count).
 Batch PackBatch(const PackingPolicy& policy, absl::Time now,
-                RequestQueues* queues, int* high_led_in_a_row);
+                RequestQueues* queues, int* high_led_in_a_row,
+                int64_t max_memory_bytes = kNoMemoryLimit);
 
 }  // namespace favor::batching
 

@@ -17,50 +17,6 @@ constexpr absl::Duration kMinRetryAfter = absl::Milliseconds(1);
 // Weight of the newest batch in the compute-time moving average.
 constexpr double kBatchDurationSmoothing = 0.25;
 
-absl::Status CheckAtLeast(absl::string_view name, int64_t value,
-                          int64_t minimum) {
-  if (value >= minimum) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Batcher::Options::", name, " must be >= ", minimum, ", got ", value));
-}
-
-absl::Status ValidateOptions(const Batcher::Options& options) {
-  RETURN_IF_ERROR(
-      CheckAtLeast("max_queue_requests", options.max_queue_requests, 1));
-  RETURN_IF_ERROR(
-      CheckAtLeast("max_queue_tokens", options.max_queue_tokens, 1));
-  RETURN_IF_ERROR(
-      CheckAtLeast("max_batch_tokens", options.max_batch_tokens, 1));
-  RETURN_IF_ERROR(
-      CheckAtLeast("max_batch_requests", options.max_batch_requests, 1));
-  RETURN_IF_ERROR(CheckAtLeast("max_consecutive_high_batches",
-                               options.max_consecutive_high_batches, 1));
-  RETURN_IF_ERROR(CheckAtLeast("num_workers", options.num_workers, 1));
-  if (options.max_queue_delay < absl::ZeroDuration() ||
-      options.max_queue_delay == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Batcher::Options::max_queue_delay must be finite and "
-                     ">= 0, got ",
-                     absl::FormatDuration(options.max_queue_delay)));
-  }
-  if (options.max_request_age <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Batcher::Options::max_request_age must be > 0, got ",
-                     absl::FormatDuration(options.max_request_age)));
-  }
-  return absl::OkStatus();
-}
-
-PackingPolicy PackingPolicyOf(const Batcher::Options& options) {
-  PackingPolicy policy;
-  policy.max_batch_tokens = options.max_batch_tokens;
-  policy.max_batch_requests = options.max_batch_requests;
-  policy.max_queue_delay = options.max_queue_delay;
-  policy.max_request_age = options.max_request_age;
-  policy.max_consecutive_high_batches = options.max_consecutive_high_batches;
-  return policy;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(
@@ -73,6 +29,10 @@ absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(
   std::unique_ptr<Batcher> batcher(
       new Batcher(options, runner, clock != nullptr ? clock : RealClock::Get(),
                   observer != nullptr ? observer : BatcherObserver::Noop()));
+  if (options.memory_budget != nullptr) {
+    batcher->memory_listener_id_ = options.memory_budget->AddListener(
+        [raw = batcher.get()] { raw->OnMemoryReleased(); });
+  }
   batcher->StartThreads();
   return batcher;
 }
@@ -87,7 +47,12 @@ Batcher::Batcher(const Options& options, ModelRunner* runner, Clock* clock,
       batch_duration_estimate_(
           std::max(options.max_queue_delay, kMinRetryAfter)) {}
 
-Batcher::~Batcher() { Shutdown(absl::ZeroDuration()); }
+Batcher::~Batcher() {
+  Shutdown(absl::ZeroDuration());
+  if (options_.memory_budget != nullptr) {
+    options_.memory_budget->RemoveListener(memory_listener_id_);
+  }
+}
 
 void Batcher::StartThreads() {
   absl::MutexLock lock(&threads_mu_);
@@ -143,6 +108,7 @@ absl::Status Batcher::CheckRequest(const Request& request) const {
         "request of ", request.num_tokens, " tokens exceeds max_batch_tokens=",
         options_.max_batch_tokens, " of model '", options_.model_name, "'"));
   }
+  RETURN_IF_ERROR(CheckMemory(request));
   if (request.IsCancelled()) {
     return absl::CancelledError("request cancelled before it was queued");
   }
@@ -151,6 +117,22 @@ absl::Status Batcher::CheckRequest(const Request& request) const {
         "deadline passed before the request was queued");
   }
   return absl::OkStatus();
+}
+
+// A request that could never fit in the memory budget, even alone. No retry
+// hint: retrying cannot help.
+absl::Status Batcher::CheckMemory(const Request& request) const {
+  const MemoryBudget* budget = options_.memory_budget;
+  if (budget == nullptr) return absl::OkStatus();
+  const int64_t needed =
+      request.memory_bytes + options_.batch_memory_overhead_bytes;
+  if (needed <= budget->batch_capacity_bytes()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "request of ", request.num_tokens, " tokens needs an estimated ", needed,
+      " bytes of memory on model '", options_.model_name,
+      "'; the server's memory budget (max_memory_bytes=", budget->max_bytes(),
+      ") leaves ", budget->batch_capacity_bytes(), " bytes for batches beside ",
+      budget->resident_bytes(), " resident; it can never run here"));
 }
 
 // On OK, moves `*request` into the queue; otherwise leaves it with the caller.
@@ -217,10 +199,7 @@ void Batcher::FormerLoop() {
       WaitForFormerWork();
       const absl::Time now = clock_->Now();
       DropUnrunnable(now, &dropped);
-      if (BatchDue(now)) {
-        ready_.push_back(
-            PackBatch(policy_, now, &queues_, &high_led_in_a_row_));
-      }
+      if (BatchDue(now)) FormBatch(now);
       done = draining_ && queues_.empty();
       former_done_ = done;
     }
@@ -239,6 +218,7 @@ void Batcher::WaitForFormerWork() {
     former_waiting_ = false;
   }
   former_wake_ = false;
+  memory_blocked_ = false;  // Something happened: the leader may fit now.
 }
 
 // The earliest of: the drain deadline, a queued request's deadline, and the
@@ -246,7 +226,7 @@ void Batcher::WaitForFormerWork() {
 absl::Time Batcher::NextFormerWakeTime() const {
   absl::Time wake_time = draining_ ? drain_deadline_ : absl::InfiniteFuture();
   wake_time = std::min(wake_time, queues_.EarliestDeadline());
-  if (ready_.size() < kMaxReadyBatches) {
+  if (ready_.size() < kMaxReadyBatches && !memory_blocked_) {
     wake_time = std::min(wake_time, NextBatchTime());
   }
   return wake_time;
@@ -271,6 +251,35 @@ bool Batcher::BatchDue(absl::Time now) const {
          NextBatchTime() <= now;
 }
 
+// Packs the next batch into ready_, within what the memory budget has left;
+// with no room for its leader, forms nothing and waits for a release.
+void Batcher::FormBatch(absl::Time now) {
+  MemoryBudget* budget = options_.memory_budget;
+  if (budget == nullptr) {
+    ready_.push_back(PackBatch(policy_, now, &queues_, &high_led_in_a_row_));
+    return;
+  }
+  Batch batch;
+  // Packed under the budget's lock, so that what fits is still there when
+  // reserved, whatever the other batchers do meanwhile.
+  budget->Reserve([&](int64_t available_bytes) {
+    mu_.AssertHeld();
+    batch = PackBatch(policy_, now, &queues_, &high_led_in_a_row_,
+                      available_bytes - options_.batch_memory_overhead_bytes);
+    if (batch.requests.empty()) return int64_t{0};
+    batch.reserved_memory_bytes =
+        batch.memory_bytes + options_.batch_memory_overhead_bytes;
+    return batch.reserved_memory_bytes;
+  });
+  memory_blocked_ = batch.requests.empty();
+  if (!memory_blocked_) ready_.push_back(std::move(batch));
+}
+
+void Batcher::OnMemoryReleased() {
+  absl::MutexLock lock(&mu_);
+  former_wake_ = true;
+}
+
 // The packing policy's due time, except that a drain runs what is queued
 // without waiting for company.
 absl::Time Batcher::NextBatchTime() const {
@@ -287,7 +296,11 @@ void Batcher::WorkerLoop(int worker_index) {
     std::optional<Batch> batch = TakeReadyBatch(&dropped);
     AnswerDropped(std::move(dropped));
     if (!batch.has_value()) return;
-    if (!batch->requests.empty()) RunBatch(worker_index, *std::move(batch));
+    if (batch->requests.empty()) {
+      ReleaseMemory(*batch);  // every request was dropped
+    } else {
+      RunBatch(worker_index, *std::move(batch));
+    }
   }
 }
 
@@ -309,6 +322,7 @@ std::optional<Batch> Batcher::TakeReadyBatch(std::vector<Dropped>* dropped) {
 Batch Batcher::KeepRunnable(Batch batch, absl::Time now,
                             std::vector<Dropped>* dropped) const {
   Batch runnable;
+  runnable.reserved_memory_bytes = batch.reserved_memory_bytes;
   for (std::unique_ptr<Request>& request : batch.requests) {
     absl::Status status = UnrunnableStatus(*request, now);
     if (!status.ok()) {
@@ -316,6 +330,7 @@ Batch Batcher::KeepRunnable(Batch batch, absl::Time now,
       continue;
     }
     runnable.num_tokens += request->num_tokens;
+    runnable.memory_bytes += request->memory_bytes;
     runnable.requests.push_back(std::move(request));
   }
   return runnable;
@@ -343,8 +358,14 @@ void Batcher::RunBatch(int worker_index, Batch batch) {
   for (std::unique_ptr<Request>& request : batch.requests) {
     if (request != nullptr && !request->completed()) request->Complete(status);
   }
+  ReleaseMemory(batch);  // after the answers, which may hold results
   observer_->OnBatchRun(worker_index, num_requests, num_tokens,
                         compute_duration, status);
+}
+
+void Batcher::ReleaseMemory(const Batch& batch) {
+  if (options_.memory_budget == nullptr) return;
+  options_.memory_budget->Release(batch.reserved_memory_bytes);
 }
 
 void Batcher::EnterRunner() {

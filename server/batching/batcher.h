@@ -42,6 +42,21 @@
 // (UNAVAILABLE), runs what is queued without waiting for company, and
 // answers UNAVAILABLE what has not started by the drain timeout.
 //
+// Memory. With a MemoryBudget (Options::memory_budget), a batch is formed
+// only when its estimated peak, its requests' memory_bytes plus
+// batch_memory_overhead_bytes, fits in what the budget has left beside the
+// batches in flight (formed or running, of every batcher sharing the
+// budget): the estimate is reserved when the batch is formed and released
+// when it is done, answered OK or not. The leader must fit: when it does
+// not, no batch is formed and nothing overtakes it until enough is released
+// (so a stream of small requests cannot starve a large one; while it waits,
+// the requests behind it wait too). The rest of the batch is first fit
+// within the room left. A request that could never fit (its bytes plus the
+// overhead above the budget's batch capacity) is refused at once with
+// RESOURCE_EXHAUSTED naming the budget and the estimate; the others wait in
+// the queue, within their deadlines (DEADLINE_EXCEEDED when the budget
+// never frees in time).
+//
 // Worst cases. Each pass of the former scans the queue (O(queued requests),
 // bounded by max_queue_requests). A request waits at most max_queue_delay for
 // company when the workers are idle; under overload it waits for the
@@ -70,6 +85,7 @@
 #include "server/batching/batch_packing.h"
 #include "server/batching/batcher_observer.h"
 #include "server/batching/clock.h"
+#include "server/batching/memory_budget.h"
 #include "server/batching/model_runner.h"
 #include "server/batching/request.h"
 #include "server/batching/request_queues.h"
@@ -118,6 +134,14 @@ class Batcher {
 
     // Worker threads, one per device; worker i runs batches on device i.
     int num_workers = 1;
+
+    // The process's memory budget, shared with the other batchers (see
+    // Memory above); null: batches are not limited by memory. Must outlive
+    // the Batcher.
+    MemoryBudget* memory_budget = nullptr;
+    // Bytes a batch needs whatever it holds (the model's per-thread work
+    // buffers), counted once per batch on top of its requests' memory_bytes.
+    int64_t batch_memory_overhead_bytes = 0;
   };
 
   // Starts the former and worker threads. `runner` must outlive the
@@ -191,11 +215,15 @@ class Batcher {
 
   Batcher(const Options& options, ModelRunner* runner, Clock* clock,
           BatcherObserver* observer);
+  // INVALID_ARGUMENT naming the first bad option (batcher_options.cc).
+  static absl::Status ValidateOptions(const Options& options);
+  static PackingPolicy PackingPolicyOf(const Options& options);
   void StartThreads();
   void JoinThreads();
 
   // Enqueue() steps.
   absl::Status CheckRequest(const Request& request) const;
+  absl::Status CheckMemory(const Request& request) const;
   absl::Status Admit(std::unique_ptr<Request>* request);
   absl::Status CheckRoom(int64_t num_tokens) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -209,6 +237,8 @@ class Batcher {
   void DropUnrunnable(absl::Time now, std::vector<Dropped>* dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool BatchDue(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FormBatch(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnMemoryReleased();
   absl::Time NextBatchTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The workers' loop and its steps.
@@ -218,6 +248,7 @@ class Batcher {
                      std::vector<Dropped>* dropped) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBatch(int worker_index, Batch batch);
+  void ReleaseMemory(const Batch& batch);
   void EnterRunner();
   void LeaveRunner(absl::Duration compute_duration);
 
@@ -247,12 +278,17 @@ class Batcher {
   bool former_waiting_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time former_wake_time_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool former_done_ ABSL_GUARDED_BY(mu_) = false;
+  // The leader did not fit in the memory budget: the former waits for an
+  // event (a release among them) rather than for the batch's due time.
+  bool memory_blocked_ ABSL_GUARDED_BY(mu_) = false;
   int idle_workers_ ABSL_GUARDED_BY(mu_) = 0;       // waiting for a batch
   int workers_in_runner_ ABSL_GUARDED_BY(mu_) = 0;  // inside RunBatch
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   // Moving average of compute time per batch, for retry hints.
   absl::Duration batch_duration_estimate_ ABSL_GUARDED_BY(mu_);
+
+  int memory_listener_id_ = -1;  // In options_.memory_budget, if any.
 
   absl::Mutex threads_mu_;  // Serialises JoinThreads().
   std::thread former_ ABSL_GUARDED_BY(threads_mu_);

@@ -70,6 +70,9 @@ class Request {
   // Set by the caller before Batcher::Enqueue.
   uint64_t id = 0;         // For logs and tests only; need not be unique.
   int64_t num_tokens = 0;  // The cost the token budgets count (>= 1).
+  // The estimated peak bytes the request adds to its batch, which the
+  // memory budget counts (batcher.h, "Memory"); 0: nothing.
+  int64_t memory_bytes = 0;
   Priority priority = Priority::kNormal;
   absl::Time deadline = absl::InfiniteFuture();  // Answer by then or never.
   std::shared_ptr<const CancellationFlag> cancellation;  // Null: never.

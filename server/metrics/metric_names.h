@@ -45,7 +45,17 @@ inline constexpr absl::string_view kQueueDepth = "favor_queue_depth";
 // Calls the server has started and not yet answered: {method}.
 inline constexpr absl::string_view kRequestsInFlight =
     "favor_requests_in_flight";
-// Always 1; its labels carry the facts: {model, version, kernel, device, dtype}.
+// The memory budget (--max_memory_bytes; 0: none), what it counts once
+// (weights, libraries, the allocator's cache), and the estimated peaks of
+// the batches in flight, reserved in it. No labels.
+inline constexpr absl::string_view kMemoryBudgetBytes =
+    "favor_memory_budget_bytes";
+inline constexpr absl::string_view kMemoryResidentBytes =
+    "favor_memory_resident_bytes";
+inline constexpr absl::string_view kMemoryReservedBytes =
+    "favor_memory_reserved_bytes";
+// Always 1; its labels carry the facts: {model, version, kernel, device,
+// dtype}.
 inline constexpr absl::string_view kModelInfo = "favor_model_info";
 
 // ---- Counters ----

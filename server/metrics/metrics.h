@@ -116,6 +116,14 @@ class Metrics {
   // nothing unless overridden.
   virtual void RecordHttpRequest(absl::string_view route, int status_code,
                                  absl::Duration duration) {}
+  // The memory budget (--max_memory_bytes): favor_memory_budget_bytes (0:
+  // none) and favor_memory_resident_bytes (what it counts once: weights,
+  // libraries, the allocator's cache). Records nothing unless overridden.
+  virtual void SetMemoryBudget(int64_t budget_bytes, int64_t resident_bytes) {}
+  // favor_memory_reserved_bytes: the estimates of the batches in flight,
+  // reserved in the budget. Records nothing unless overridden.
+  virtual void SetMemoryReserved(int64_t reserved_bytes) {}
+
   // What favor_model_info says of one model.
   struct ModelInfoLabels {
     std::string model;

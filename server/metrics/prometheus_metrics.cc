@@ -191,6 +191,15 @@ void PrometheusMetrics::BuildFamilies() {
   f.queue_depth = gauge(kQueueDepth, "Requests waiting in the queue.");
   f.in_flight = gauge(kRequestsInFlight, "Calls started, not yet answered.");
   f.model_info = gauge(kModelInfo, "1 per loaded model; labels say what.");
+  memory_budget_ =
+      &gauge(kMemoryBudgetBytes, "The memory budget; 0: none.")->Add({});
+  memory_resident_ =
+      &gauge(kMemoryResidentBytes,
+             "Counted once against the memory budget: weights, libraries.")
+           ->Add({});
+  memory_reserved_ =
+      &gauge(kMemoryReservedBytes, "Estimated peaks of the batches in flight.")
+           ->Add({});
   f.requests = counter(kRequestsTotal, "Answered calls, by code.");
   f.tokens_processed =
       counter(kTokensProcessedTotal, "Tokens computed successfully.");
@@ -370,6 +379,16 @@ void PrometheusMetrics::AddTokens(absl::string_view model, int64_t num_tokens) {
   // A counter only goes up; a negative count is a caller's bug.
   if (num_tokens <= 0) return;
   SeriesOf(model).tokens_processed->Increment(static_cast<double>(num_tokens));
+}
+
+void PrometheusMetrics::SetMemoryBudget(int64_t budget_bytes,
+                                        int64_t resident_bytes) {
+  memory_budget_->Set(static_cast<double>(budget_bytes));
+  memory_resident_->Set(static_cast<double>(resident_bytes));
+}
+
+void PrometheusMetrics::SetMemoryReserved(int64_t reserved_bytes) {
+  memory_reserved_->Set(static_cast<double>(reserved_bytes));
 }
 
 void PrometheusMetrics::SetModelInfo(const ModelInfoLabels& info) {

@@ -55,6 +55,8 @@ class PrometheusMetrics final : public Metrics {
   void AddTokens(absl::string_view model, int64_t num_tokens) override;
   void RecordHttpRequest(absl::string_view route, int status_code,
                          absl::Duration duration) override;
+  void SetMemoryBudget(int64_t budget_bytes, int64_t resident_bytes) override;
+  void SetMemoryReserved(int64_t reserved_bytes) override;
   void SetModelInfo(const ModelInfoLabels& info) override;
   std::string SerializeText() const override;
 
@@ -89,6 +91,9 @@ class PrometheusMetrics final : public Metrics {
   std::vector<std::string> method_names_;  // Last: "(other)".
   absl::flat_hash_map<std::string, int> method_index_;
   std::vector<prometheus::Gauge*> in_flight_;  // By method index.
+  prometheus::Gauge* memory_budget_ = nullptr;
+  prometheus::Gauge* memory_resident_ = nullptr;
+  prometheus::Gauge* memory_reserved_ = nullptr;
   std::unique_ptr<HttpSeries> http_;
 
   absl::Mutex model_info_mutex_;

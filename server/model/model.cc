@@ -215,6 +215,15 @@ ModelDescription Describe(const std::string& directory, ModelConfig config,
           : attention::FeatureCount(config.attention.kernel,
                                     config.attention.num_random_features,
                                     config.head_dim());
+  description.memory = MemoryProfileOf(config);
+  description.memory.value_bytes = at::elementSize(ScalarTypeOf(options.dtype));
+  description.memory.max_attention_pass_bytes =
+      options.max_attention_pass_bytes;
+  description.memory.max_rotary_table_bytes = options.max_rotary_table_bytes;
+  description.memory.block_tokens =
+      device.is_cpu() ? options.cpu_block_tokens : options.gpu_block_tokens;
+  description.memory.num_threads = device.is_cpu() ? at::get_num_threads() : 1;
+  description.memory.on_host = device.is_cpu();
   description.config = std::move(config);
   return description;
 }

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "server/model/memory_estimate.h"
 #include "server/model/model_config.h"
 #include "server/tokenizer/tokenizer.h"
 
@@ -154,6 +155,9 @@ struct ModelDescription {
   // the model; null when it has none (token ids only). Shared so that a
   // description can be copied; immutable, so used from any thread.
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer;
+  // What a batch costs in memory (memory_estimate.h): the shape, dtype,
+  // limits and threads the model runs with.
+  MemoryProfile memory;
 };
 
 // Checks a packed batch against a model's limits without computing:

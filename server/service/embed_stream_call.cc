@@ -35,16 +35,29 @@ struct EmbedStreamCall::Message {
   std::string model;  // The metrics label, once the model is known.
 };
 
+EmbedStreamCall* EmbedStreamCall::Start(grpc::CallbackServerContext* context,
+                                        Service* service,
+                                        metrics::Metrics* metrics,
+                                        int64_t max_messages_in_flight,
+                                        OpenCalls* open_calls) {
+  std::shared_ptr<EmbedStreamCall> call(new EmbedStreamCall(
+      context, service, metrics, max_messages_in_flight, open_calls));
+  if (!open_calls->Begin(call)) return nullptr;
+  call->self_ = call;
+  call->StartRead(&call->request_);
+  return call.get();
+}
+
 EmbedStreamCall::EmbedStreamCall(grpc::CallbackServerContext* context,
                                  Service* service, metrics::Metrics* metrics,
-                                 int64_t max_messages_in_flight)
+                                 int64_t max_messages_in_flight,
+                                 OpenCalls* open_calls)
     : context_(context),
       service_(service),
       metrics_(metrics),
       max_messages_in_flight_(max_messages_in_flight),
-      in_flight_(metrics->TrackInFlight(metrics::kMethodEmbedStream)) {
-  StartRead(&request_);
-}
+      open_calls_(open_calls),
+      in_flight_(metrics->TrackInFlight(metrics::kMethodEmbedStream)) {}
 
 void EmbedStreamCall::OnReadDone(bool ok) {
   if (ok) Handle(request_);
@@ -79,7 +92,21 @@ void EmbedStreamCall::OnCancel() {
   Act();
 }
 
-void EmbedStreamCall::OnDone() { delete this; }
+void EmbedStreamCall::OnDone() {
+  // Unregistered while this address is still ours (a new stream may reuse
+  // it once freed). What follows needs nothing the service owns.
+  open_calls_->End(this);
+  // Frees the reactor, unless StopStreams() holds it for a moment longer.
+  std::shared_ptr<EmbedStreamCall> self = std::move(self_);
+}
+
+void EmbedStreamCall::StopForShutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    Transition(StreamEvent::kShutdown);
+  }
+  Act();
+}
 
 StreamAction EmbedStreamCall::Transition(StreamEvent event) {
   const StreamTransition transition = NextStreamState(state_, event);
@@ -97,6 +124,12 @@ void EmbedStreamCall::Perform(StreamAction action) {
     case StreamAction::kFinishOk:
       in_flight_.reset();
       Finish(grpc::Status::OK);
+      return;
+    case StreamAction::kFinishUnavailable:
+      in_flight_.reset();
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "server is shutting down: every message read was "
+                          "answered; send the others to another replica"));
       return;
     case StreamAction::kFinishCancelled:
       in_flight_.reset();

@@ -12,8 +12,10 @@
 // (OK) once the client has closed its side and every message is answered;
 // on cancellation the queued work is dropped, computed answers are
 // discarded, and it finishes CANCELLED once every message has completed (the
-// reactor must outlive their done callbacks). embed_stream_state.h holds the
-// states and their transition table.
+// reactor must outlive their done callbacks). At shutdown
+// (OpenCalls::StopStreams) it reads no more, answers what it has read and
+// finishes UNAVAILABLE, or OK if the client had already closed its side.
+// embed_stream_state.h holds the states and their transition table.
 //
 // Nothing blocks: every callback takes the reactor's mutex for a few field
 // updates and makes its gRPC calls outside it.
@@ -41,12 +43,14 @@
 #include "server/batching/request.h"
 #include "server/metrics/metrics.h"
 #include "server/service/embed_stream_state.h"
+#include "server/service/open_calls.h"
 
 namespace favor::service {
 
 class EmbedStreamCall final
     : public grpc::ServerBidiReactor<v1::EmbedStreamRequest,
-                                     v1::EmbedStreamResponse> {
+                                     v1::EmbedStreamResponse>,
+      public OpenCalls::Stoppable {
  public:
   // What the stream needs of the service, and no more (FavorService
   // implements it; the unary Embed goes through the same StartEmbed).
@@ -79,19 +83,29 @@ class EmbedStreamCall final
         v1::EmbedResponse* response) = 0;
   };
 
-  // Starts reading. `service` and `metrics` (not null) must outlive the
-  // call; max_messages_in_flight >= 1. The reactor deletes itself in OnDone.
-  EmbedStreamCall(grpc::CallbackServerContext* context, Service* service,
-                  metrics::Metrics* metrics, int64_t max_messages_in_flight);
+  // Begins the call in `open_calls` and starts reading; null when
+  // `open_calls` no longer accepts calls (answer UNAVAILABLE). `service`,
+  // `metrics` and `open_calls` (not null) must outlive the call;
+  // max_messages_in_flight >= 1. The reactor frees itself once gRPC is done
+  // with it (OnDone) and no StopStreams() holds it.
+  static EmbedStreamCall* Start(grpc::CallbackServerContext* context,
+                                Service* service, metrics::Metrics* metrics,
+                                int64_t max_messages_in_flight,
+                                OpenCalls* open_calls);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
   void OnDone() override;
+  void StopForShutdown() override;
 
   // Implementation details follow.
  private:
   struct Message;
+
+  EmbedStreamCall(grpc::CallbackServerContext* context, Service* service,
+                  metrics::Metrics* metrics, int64_t max_messages_in_flight,
+                  OpenCalls* open_calls);
 
   // Applies `event` to state_ and returns what to do about it.
   StreamAction Transition(StreamEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -110,6 +124,10 @@ class EmbedStreamCall final
   Service* const service_;
   metrics::Metrics* const metrics_;
   const int64_t max_messages_in_flight_;
+  OpenCalls* const open_calls_;
+  // The reactor's own reference, from Start() to OnDone: OpenCalls holds it
+  // weakly, and pins it while it stops it.
+  std::shared_ptr<EmbedStreamCall> self_;
   v1::EmbedStreamRequest request_;  // the read buffer
   std::optional<metrics::Metrics::InFlightGuard> in_flight_;
 

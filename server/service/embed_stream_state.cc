@@ -20,6 +20,10 @@ constexpr Row kTable[] = {
     {S::kReading, E::kReadFailed, {S::kReadsDone, A::kNone}},
     {S::kReadPaused, E::kRoom, {S::kReading, A::kStartRead}},
     {S::kReadsDone, E::kAllAnswered, {S::kFinished, A::kFinishOk}},
+    {S::kReading, E::kShutdown, {S::kStopping, A::kNone}},
+    {S::kReadPaused, E::kShutdown, {S::kStopping, A::kNone}},
+    {S::kStopping, E::kReadFailed, {S::kReadsDone, A::kNone}},
+    {S::kStopping, E::kAllAnswered, {S::kFinished, A::kFinishUnavailable}},
     {S::kCancelled, E::kAllAnswered, {S::kFinished, A::kFinishCancelled}},
 };
 

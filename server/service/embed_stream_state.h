@@ -9,6 +9,10 @@
 //                messages are read and not yet answered (backpressure);
 //   kReadsDone   the client closed its side; answers are still being
 //                written;
+//   kStopping    the server shuts down: no read is started any more (one may
+//                be outstanding); the messages read are answered, then the
+//                stream finishes UNAVAILABLE (retryable: the client resends
+//                what was not answered to another replica);
 //   kCancelled   the call was cancelled or a write failed: queued work is
 //                dropped, answers are discarded, a read may still be
 //                outstanding;
@@ -22,6 +26,7 @@
 //   kRoom           fewer than the limit are in flight (after an answer)
 //   kCancel         OnCancel, or a failed write
 //   kAllAnswered    no message is active and none waits to be written
+//   kShutdown       the service shuts down (OpenCalls::StopStreams)
 //
 // Transitions: the next state, and what the reactor then does outside its
 // lock. Every pair not listed keeps the state and does nothing.
@@ -31,12 +36,19 @@
 //   kReading           + kReadFailed   -> kReadsDone
 //   kReadPaused        + kRoom         -> kReading     start the next read
 //   kReadsDone         + kAllAnswered  -> kFinished    Finish(OK)
+//   kReading           + kShutdown     -> kStopping
+//   kReadPaused        + kShutdown     -> kStopping
+//   kStopping          + kReadFailed   -> kReadsDone
+//   kStopping          + kAllAnswered  -> kFinished    Finish(UNAVAILABLE)
 //   kCancelled         + kAllAnswered  -> kFinished    Finish(CANCELLED)
 //   any but kFinished  + kCancel       -> kCancelled
 //
 // Unlisted pairs are either no-ops by design (kRoom or kAllAnswered while a
 // read is outstanding; anything after kCancel but kAllAnswered; anything
-// after Finish) or cannot happen (a read event where no read is
+// after Finish; a message read in kStopping, which is answered UNAVAILABLE
+// and keeps the stream from finishing until that answer is written; a
+// shutdown once the client has closed its side, which finishes OK) or
+// cannot happen (a read event where no read is
 // outstanding). A message read in kCancelled or kFinished (a read that
 // completed as the call was cancelled) is still answered, CANCELLED, and
 // its answer discarded.
@@ -49,6 +61,7 @@ enum class StreamState {
   kReading,
   kReadPaused,
   kReadsDone,
+  kStopping,
   kCancelled,
   kFinished,
 };
@@ -60,6 +73,7 @@ enum class StreamEvent {
   kRoom,
   kCancel,
   kAllAnswered,
+  kShutdown,
 };
 
 // What the reactor does on a transition, outside its lock.
@@ -67,6 +81,7 @@ enum class StreamAction {
   kNone,
   kStartRead,
   kFinishOk,
+  kFinishUnavailable,
   kFinishCancelled,
 };
 

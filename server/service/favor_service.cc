@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
+#include "server/model/memory_estimate.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/chunk_gather.h"
 #include "server/service/embed_gather.h"
@@ -17,6 +18,12 @@
 
 namespace favor::service {
 namespace {
+
+// What a call, stream or stream message gets once the service drains.
+absl::Status ShuttingDownError() {
+  return absl::UnavailableError(
+      "server is shutting down; retry on another replica");
+}
 
 batching::Priority PriorityOf(v1::Priority priority) {
   return priority == v1::PRIORITY_HIGH ? batching::Priority::kHigh
@@ -86,6 +93,8 @@ absl::Status FavorService::AddModel(const model::Model* model) {
       std::make_unique<metrics::BatcherMetrics>(metrics_, model->name());
   batching::Batcher::Options batching = options_.embed_batching;
   batching.model_name = model->name();
+  batching.batch_memory_overhead_bytes =
+      model::EstimateBatchOverheadBytes(model->description().memory);
   ASSIGN_OR_RETURN(entry->batcher,
                    batching::Batcher::Create(batching, entry->runner.get(),
                                              clock_, entry->observer.get()));
@@ -130,7 +139,7 @@ absl::Status FavorService::StartTokenizerPool() {
 
 FavorService::~FavorService() { Shutdown(absl::ZeroDuration()); }
 
-void FavorService::StartDraining() { draining_.store(true); }
+void FavorService::StartDraining() { open_calls_.StopAccepting(); }
 
 void FavorService::Shutdown(absl::Duration drain_timeout) {
   StartDraining();
@@ -145,6 +154,13 @@ void FavorService::Shutdown(absl::Duration drain_timeout) {
     attend_batcher_->Shutdown(
         std::max(deadline - clock_->Now(), absl::ZeroDuration()));
   }
+  // Every message a stream has read is answered by now: streams that the
+  // client keeps open would otherwise only end when gRPC cancels them.
+  open_calls_.StopStreams();
+}
+
+bool FavorService::WaitForOpenCalls(absl::Duration timeout) {
+  return open_calls_.WaitUntilNoneOpen(timeout);
 }
 
 absl::StatusOr<FavorService::ModelEntry*> FavorService::FindModel(
@@ -159,18 +175,16 @@ absl::StatusOr<FavorService::ModelEntry*> FavorService::FindModel(
 }
 
 absl::Status FavorService::CheckServing() const {
-  if (!draining()) return absl::OkStatus();
-  return absl::UnavailableError(
-      "server is shutting down; retry on another replica");
+  return draining() ? ShuttingDownError() : absl::OkStatus();
 }
 
 template <typename Start>
 grpc::ServerUnaryReactor* FavorService::StartUnary(
     grpc::CallbackServerContext* context, absl::string_view method,
     Start start) {
-  auto* call = new UnaryCall(context, metrics_, method);
+  auto* call = new UnaryCall(context, metrics_, method, &open_calls_);
   absl::Status status = AuthenticateCall(*context, options_.bearer_tokens);
-  if (status.ok()) status = CheckServing();
+  if (status.ok() && !call->accepted()) status = ShuttingDownError();
   if (status.ok()) status = start(call);
   if (!status.ok()) call->Answer(status);
   return call;
@@ -279,6 +293,10 @@ bool FavorService::EnqueueWork(
         on_done(*work, status);
       });
   request->num_tokens = static_cast<int64_t>(work->token_ids.size());
+  request->memory_bytes = model::EstimateInputMemoryBytes(
+      entry->model->description().memory, request->num_tokens,
+      work->include_token_embeddings || !work->spans.empty() ||
+          work->pooling == model::Pooling::kNone);
   request->priority = prepared.priority;
   request->deadline = deadline;
   request->cancellation = cancellation;
@@ -452,8 +470,11 @@ FavorService::EmbedStream(grpc::CallbackServerContext* context) {
   const absl::Status status =
       AuthenticateCall(*context, options_.bearer_tokens);
   if (!status.ok()) return DeniedEmbedStream(status);
-  return new EmbedStreamCall(context, this, metrics_,
-                             options_.max_stream_messages_in_flight);
+  EmbedStreamCall* call = EmbedStreamCall::Start(
+      context, this, metrics_, options_.max_stream_messages_in_flight,
+      &open_calls_);
+  if (call == nullptr) return DeniedEmbedStream(ShuttingDownError());
+  return call;
 }
 
 }  // namespace favor::service

@@ -18,9 +18,12 @@
 // GetModel answer at once from the models' descriptions and the limits in
 // Options.
 //
-// Draining: after StartDraining() every new call is answered UNAVAILABLE;
-// Shutdown() also drains the batchers (queued work still runs, until the
-// drain timeout). Status codes come from one mapping (status_mapping.h).
+// Draining (docs/server.md, Shutdown): after StartDraining() every new call,
+// stream and stream message is answered UNAVAILABLE; Shutdown() also drains
+// the batchers (queued work still runs, until the drain timeout), then tells
+// every open stream to answer what it has read and finish (open_calls.h);
+// WaitForOpenCalls() waits until gRPC has sent the status of every call
+// accepted before. Status codes come from one mapping (status_mapping.h).
 //
 // Thread-safe; no LibTorch in this header or its implementation.
 #ifndef FAVOR_SERVER_SERVICE_FAVOR_SERVICE_H_
@@ -51,6 +54,7 @@
 #include "server/service/embed_runner.h"
 #include "server/service/embed_stream_call.h"
 #include "server/service/embed_validation.h"
+#include "server/service/open_calls.h"
 #include "server/service/task_pool.h"
 
 namespace favor::service {
@@ -88,7 +92,10 @@ class FavorService final : public v1::Favor::CallbackService,
     // that sends faster than it reads cannot make the server buffer without
     // bound.
     int64_t max_stream_messages_in_flight = 256;
-    // Options of every model's Batcher (model_name is set per model).
+    // Options of every model's Batcher (model_name and
+    // batch_memory_overhead_bytes are set per model). With a memory_budget,
+    // each input is counted by the model's estimate (memory_estimate.h); the
+    // Attend batcher is bounded by attend_limits instead.
     batching::Batcher::Options embed_batching;
     // Options of the Attend batcher, and the size limits of its tensors.
     batching::Batcher::Options attend_batching = DefaultAttendBatching();
@@ -116,11 +123,18 @@ class FavorService final : public v1::Favor::CallbackService,
 
   // New calls are answered UNAVAILABLE from now on.
   void StartDraining();
-  bool draining() const { return draining_.load(); }
+  bool draining() const { return !open_calls_.accepting(); }
   // StartDraining(), then drains every batcher: queued work runs until
   // `drain_timeout` (shared by all batchers), the rest is answered
-  // UNAVAILABLE. Returns when every call has been answered.
+  // UNAVAILABLE. Then every open EmbedStream stops reading, answers what it
+  // has read and finishes UNAVAILABLE (OK if its client had closed its
+  // side). Returns when every unary call has been answered.
   void Shutdown(absl::Duration drain_timeout);
+  // Blocks until gRPC is done with every call accepted before
+  // StartDraining() (each one's status is sent), or for at most `timeout`;
+  // false when some are still open then.
+  bool WaitForOpenCalls(absl::Duration timeout);
+  int64_t num_open_calls() const { return open_calls_.num_open(); }
 
   const std::string& default_model() const { return default_model_; }
 
@@ -232,7 +246,8 @@ class FavorService final : public v1::Favor::CallbackService,
   const Options options_;
   metrics::Metrics* const metrics_;  // Never null.
   batching::Clock* const clock_;
-  std::atomic<bool> draining_{false};
+  // Counts the calls accepted and switches acceptance off (draining).
+  OpenCalls open_calls_;
   std::string default_model_;
   // Built by Create(), read-only afterwards.
   std::map<std::string, std::unique_ptr<ModelEntry>, std::less<>> models_;

@@ -7,9 +7,12 @@
 namespace favor::service {
 
 UnaryCall::UnaryCall(grpc::CallbackServerContext* context,
-                     metrics::Metrics* metrics, absl::string_view method)
+                     metrics::Metrics* metrics, absl::string_view method,
+                     OpenCalls* open_calls)
     : context_(context),
       metrics_(metrics),
+      open_calls_(open_calls),
+      accepted_(open_calls->Begin()),
       method_(method),
       start_(absl::Now()),
       in_flight_(metrics->TrackInFlight(method)),
@@ -38,6 +41,11 @@ void UnaryCall::OnCancel() {
   if (batcher != nullptr) batcher->NotifyCancelled();
 }
 
-void UnaryCall::OnDone() { delete this; }
+void UnaryCall::OnDone() {
+  OpenCalls* open_calls = accepted_ ? open_calls_ : nullptr;
+  delete this;
+  // Last: a shutdown waiting for the count may end the process.
+  if (open_calls != nullptr) open_calls->End();
+}
 
 }  // namespace favor::service

@@ -5,6 +5,11 @@
 // favor_request_duration_seconds) and finishes the RPC; the reactor deletes
 // itself when gRPC is done with it.
 //
+// Shutdown: the call Begin()s in `open_calls` when it is created (accepted()
+// is false once the service has stopped accepting calls: answer it
+// UNAVAILABLE) and, if accepted, End()s in OnDone, once gRPC has sent its
+// status.
+//
 // Cancellation: when the client cancels (or its deadline passes), gRPC calls
 // OnCancel, which sets the call's CancellationFlag (shared with every
 // batching::Request of the call) and wakes the batcher that holds them, so
@@ -24,6 +29,7 @@
 #include "server/batching/batcher.h"
 #include "server/batching/request.h"
 #include "server/metrics/metrics.h"
+#include "server/service/open_calls.h"
 
 namespace favor::service {
 
@@ -32,10 +38,13 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context);
 
 class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
-  // `metrics` (not null; Metrics::Noop() records nothing) must outlive the
-  // call.
+  // `metrics` (not null; Metrics::Noop() records nothing) and `open_calls`
+  // (not null) must outlive the call.
   UnaryCall(grpc::CallbackServerContext* context, metrics::Metrics* metrics,
-            absl::string_view method);
+            absl::string_view method, OpenCalls* open_calls);
+
+  // False: the service had stopped accepting calls when this one came.
+  bool accepted() const { return accepted_; }
 
   // The model label of the call's metrics; set before the work starts.
   void set_model(absl::string_view model) { model_ = std::string(model); }
@@ -58,6 +67,8 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
  private:
   grpc::CallbackServerContext* const context_;
   metrics::Metrics* const metrics_;
+  OpenCalls* const open_calls_;
+  const bool accepted_;
   const std::string method_;
   std::string model_;
   const absl::Time start_;

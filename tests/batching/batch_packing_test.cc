@@ -39,28 +39,41 @@ class BatchPackingTest : public ::testing::Test {
   void Add(uint64_t id, int64_t num_tokens,
            Priority priority = Priority::kNormal,
            absl::Duration age = absl::ZeroDuration(),
-           absl::Time deadline = absl::InfiniteFuture()) {
+           absl::Time deadline = absl::InfiniteFuture(),
+           int64_t memory_bytes = 0) {
     auto request = std::make_unique<Request>(nullptr);
     request->id = id;
     request->num_tokens = num_tokens;
+    request->memory_bytes = memory_bytes;
     request->priority = priority;
     request->deadline = deadline;
     request->enqueue_time = now_ - age;
     queues_.Push(std::move(request));
   }
 
-  // Packs the next batch and returns its ids in batch order.
-  std::vector<uint64_t> Pack() {
-    Batch batch = PackBatch(policy_, now_, &queues_, &high_led_in_a_row_);
+  // Packs the next batch (within `max_memory_bytes` of the requests'
+  // memory_bytes) and returns its ids in batch order.
+  std::vector<uint64_t> Pack(int64_t max_memory_bytes = kNoMemoryLimit) {
+    Batch batch = PackBatch(policy_, now_, &queues_, &high_led_in_a_row_,
+                            max_memory_bytes);
     std::vector<uint64_t> ids;
-    int64_t num_tokens = 0;
+    int64_t num_tokens = 0, memory_bytes = 0;
     for (const std::unique_ptr<Request>& request : batch.requests) {
       ids.push_back(request->id);
       num_tokens += request->num_tokens;
+      memory_bytes += request->memory_bytes;
       request->Complete(absl::OkStatus());
     }
     EXPECT_EQ(batch.num_tokens, num_tokens);
+    EXPECT_EQ(batch.memory_bytes, memory_bytes);
+    EXPECT_LE(batch.memory_bytes, max_memory_bytes);
     return ids;
+  }
+
+  // Add() with memory bytes, normal priority, no age, no deadline.
+  void AddBytes(uint64_t id, int64_t num_tokens, int64_t memory_bytes) {
+    Add(id, num_tokens, Priority::kNormal, absl::ZeroDuration(),
+        absl::InfiniteFuture(), memory_bytes);
   }
 
   PackingPolicy policy_;
@@ -208,6 +221,27 @@ TEST_F(BatchPackingTest, RequestsPastTheAgeBoundArePackedFirstOldestFirst) {
   // oldest first, ahead of 4's higher priority.
   EXPECT_THAT(Pack(), ElementsAre(1, 3, 2));
   EXPECT_THAT(Pack(), ElementsAre(4));
+}
+
+TEST_F(BatchPackingTest, PacksFirstFitWithinTheMemoryLeft) {
+  AddBytes(1, 10, 300);
+  AddBytes(2, 10, 500);  // 300 + 500 > 600: skipped, keeps its place
+  AddBytes(3, 10, 200);
+  AddBytes(4, 10, 0);  // counts nothing
+  EXPECT_THAT(Pack(600), ElementsAre(1, 3, 4));
+  EXPECT_THAT(Pack(600), ElementsAre(2));
+}
+
+TEST_F(BatchPackingTest, ALeaderThatDoesNotFitTakesNothing) {
+  Add(1, 10, Priority::kHigh, absl::ZeroDuration(), absl::InfiniteFuture(),
+      700);
+  AddBytes(2, 10, 100);
+  high_led_in_a_row_ = 1;
+  EXPECT_TRUE(Pack(600).empty());  // 2 would fit but must not overtake 1
+  EXPECT_EQ(queues_.num_requests(), 2);
+  EXPECT_EQ(high_led_in_a_row_, 1);  // unchanged
+  EXPECT_THAT(Pack(800), ElementsAre(1, 2));
+  EXPECT_EQ(high_led_in_a_row_, 2);
 }
 
 }  // namespace

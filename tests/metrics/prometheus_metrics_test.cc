@@ -251,6 +251,26 @@ TEST(MetricsTest, ModelInfoReplacesTheEarlierVersion) {
               Optional(1.0));
 }
 
+TEST(MetricsTest, MemoryBudgetGaugesStartAtZeroAndFollowTheBudget) {
+  std::unique_ptr<Metrics> metrics = CreateOrDie(OfflineOptions());
+  ASSERT_NE(metrics, nullptr);
+  std::string text = metrics->SerializeText();
+  for (const absl::string_view name :
+       {kMemoryBudgetBytes, kMemoryResidentBytes, kMemoryReservedBytes}) {
+    EXPECT_THAT(FindSample(text, Name(name), {}), Optional(0.0)) << name;
+  }
+  metrics->SetMemoryBudget(3000000000, 500000000);
+  metrics->SetMemoryReserved(1200000000);
+  text = metrics->SerializeText();
+  EXPECT_THAT(FindSample(text, Name(kMemoryBudgetBytes), {}), Optional(3e9));
+  EXPECT_THAT(FindSample(text, Name(kMemoryResidentBytes), {}), Optional(5e8));
+  EXPECT_THAT(FindSample(text, Name(kMemoryReservedBytes), {}),
+              Optional(1.2e9));
+  // Noop() records nothing and never fails.
+  Metrics::Noop()->SetMemoryBudget(1, 1);
+  Metrics::Noop()->SetMemoryReserved(1);
+}
+
 TEST(MetricsTest, InFlightGuardCountsOnceEvenWhenMoved) {
   std::unique_ptr<Metrics> metrics = CreateOrDie(OfflineOptions());
   ASSERT_NE(metrics, nullptr);

@@ -103,5 +103,70 @@ TEST_F(FakeServiceTest, CancelledStreamDropsItsQueuedWork) {
   EXPECT_EQ(model_.sequences(), 2);
 }
 
+v1::EmbedStreamRequest StreamMessage(const std::string& id, uint32_t token) {
+  v1::EmbedStreamRequest message;
+  message.set_request_id(id);
+  *message.mutable_request() = EmbedOf({{token}});
+  return message;
+}
+
+// A stream its client keeps open would hold a shutdown until gRPC cancels
+// it (CANCELLED, which clients do not retry): the service answers what it
+// has read, then finishes it UNAVAILABLE.
+TEST_F(FakeServiceTest, OpenStreamIsAnsweredThenFinishedUnavailableAtShutdown) {
+  Start();
+  grpc::ClientContext context;
+  // A stream left open fails the test (DEADLINE_EXCEEDED) rather than hang.
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(20));
+  auto stream = server_->stub().EmbedStream(&context);
+  v1::EmbedStreamResponse answer;
+  ASSERT_TRUE(stream->Write(StreamMessage("m0", 4)));
+  ASSERT_TRUE(stream->Read(&answer));
+  model_.Hold();
+  ASSERT_TRUE(stream->Write(StreamMessage("m1", 5)));
+  model_.WaitForCalls(2);  // m1 runs when the shutdown begins
+  std::thread shutdown([&] { server_->service().Shutdown(absl::Seconds(30)); });
+  model_.Release();
+  shutdown.join();
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.request_id(), "m1");
+  ASSERT_TRUE(answer.has_response()) << answer.error().message();
+  EXPECT_EQ(answer.response().embeddings(0).values(0), 5);
+  EXPECT_FALSE(stream->Read(&answer));
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("shutting down"));
+  EXPECT_TRUE(server_->service().WaitForOpenCalls(absl::Seconds(30)));
+}
+
+TEST_F(FakeServiceTest, WhileDrainingStreamsAndTheirMessagesAreUnavailable) {
+  Start();
+  grpc::ClientContext open_context;
+  auto open = server_->stub().EmbedStream(&open_context);
+  v1::EmbedStreamResponse answer;
+  ASSERT_TRUE(open->Write(StreamMessage("before", 1)));
+  ASSERT_TRUE(open->Read(&answer));
+  ASSERT_TRUE(answer.has_response());
+  server_->service().StartDraining();
+  // A message of a stream opened before: answered UNAVAILABLE, and the
+  // stream goes on (it finishes OK once its client closes it).
+  ASSERT_TRUE(open->Write(StreamMessage("after", 2)));
+  ASSERT_TRUE(open->Read(&answer));
+  EXPECT_EQ(answer.error().code(), grpc::UNAVAILABLE);
+  open->WritesDone();
+  EXPECT_FALSE(open->Read(&answer));
+  EXPECT_TRUE(open->Finish().ok());
+  // A new stream is refused as a whole.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(20));
+  auto stream = server_->stub().EmbedStream(&context);
+  stream->Write(StreamMessage("new", 3));
+  EXPECT_FALSE(stream->Read(&answer));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::UNAVAILABLE);
+  EXPECT_TRUE(server_->service().WaitForOpenCalls(absl::Seconds(30)));
+}
+
 }  // namespace
 }  // namespace favor::service

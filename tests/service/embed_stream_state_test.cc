@@ -109,5 +109,48 @@ TEST(EmbedStreamStateTest, StoppedOnceCancelled) {
   }
 }
 
+TEST(EmbedStreamStateTest, ShutdownStopsReadingAnswersThenFinishesUnavailable) {
+  State state;
+  // A message read, the shutdown, the client's next message (answered
+  // UNAVAILABLE by the service), then nothing left: no read is started
+  // after the shutdown, and the stream finishes UNAVAILABLE.
+  const std::vector<Action> actions =
+      Apply({Event::kReadWithRoom, Event::kShutdown, Event::kReadWithRoom,
+             Event::kRoom, Event::kAllAnswered},
+            &state);
+  EXPECT_EQ(actions, (std::vector<Action>{Action::kStartRead,
+                                          Action::kFinishUnavailable}));
+  EXPECT_EQ(state, State::kFinished);
+  // From a paused stream too, which starts no read either.
+  EXPECT_EQ(Apply({Event::kReadAtLimit, Event::kShutdown, Event::kRoom,
+                   Event::kAllAnswered},
+                  &state),
+            (std::vector<Action>{Action::kFinishUnavailable}));
+}
+
+TEST(EmbedStreamStateTest, ShutdownKeepsOkForAClientThatClosedItsSide) {
+  State state;
+  EXPECT_EQ(Apply({Event::kReadFailed, Event::kShutdown, Event::kAllAnswered},
+                  &state),
+            (std::vector<Action>{Action::kFinishOk}));
+  // The client closes its side while the stream stops: OK as well.
+  EXPECT_EQ(Apply({Event::kShutdown, Event::kReadFailed, Event::kAllAnswered},
+                  &state),
+            (std::vector<Action>{Action::kFinishOk}));
+}
+
+TEST(EmbedStreamStateTest, ShutdownNeitherUndoesACancelNorRunsTwice) {
+  State state;
+  EXPECT_EQ(
+      Apply({Event::kCancel, Event::kShutdown, Event::kAllAnswered}, &state),
+      (std::vector<Action>{Action::kFinishCancelled}));
+  EXPECT_EQ(
+      Apply({Event::kShutdown, Event::kCancel, Event::kAllAnswered}, &state),
+      (std::vector<Action>{Action::kFinishCancelled}));
+  EXPECT_EQ(NextStreamState(State::kStopping, Event::kShutdown).next,
+            State::kStopping);
+  EXPECT_FALSE(StreamStopped(State::kStopping));
+}
+
 }  // namespace
 }  // namespace favor::service

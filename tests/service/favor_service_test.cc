@@ -297,6 +297,29 @@ TEST_F(FakeServiceTest, DrainingRefusesNewCalls) {
             grpc::UNAVAILABLE);
 }
 
+// What the shutdown waits for before the process ends: every call accepted
+// before draining has its status sent; calls refused while draining do not
+// count.
+TEST_F(FakeServiceTest, WaitForOpenCallsWaitsForCallsAcceptedBeforeDraining) {
+  Start();
+  model_.Hold();
+  grpc::Status first;
+  std::thread caller([&] {
+    first = CallEmbed(server_->stub(), EmbedOf({{1, 2}}));
+  });
+  model_.WaitForCalls(1);
+  server_->service().StartDraining();
+  EXPECT_EQ(CallEmbed(server_->stub(), EmbedOf({{1}})).error_code(),
+            grpc::UNAVAILABLE);
+  EXPECT_FALSE(server_->service().WaitForOpenCalls(absl::Milliseconds(50)));
+  EXPECT_EQ(server_->service().num_open_calls(), 1);
+  model_.Release();
+  caller.join();
+  EXPECT_TRUE(first.ok()) << first.error_message();
+  EXPECT_TRUE(server_->service().WaitForOpenCalls(absl::Seconds(30)));
+  EXPECT_EQ(server_->service().num_open_calls(), 0);
+}
+
 // Given no Metrics, the service records into Metrics::Noop(): every method
 // still answers.
 TEST_F(FakeServiceTest, ServesEveryMethodWithoutMetrics) {

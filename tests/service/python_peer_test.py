@@ -83,6 +83,28 @@ def wait_serving(grpc, health_pb2, health_grpc, channel, server):
     raise AssertionError("favor-server never became SERVING")
 
 
+def start_logged_server(command, log_path, timeout=120):
+    """Starts favor-server `command` (a list; --port=0 and --metrics_port=0
+    let the kernel pick the ports) with its log in `log_path`, and waits
+    until it logs event=serving. Returns (process, log text, gRPC port,
+    metrics port). Reading the ports from the log races for no port, and a
+    channel made only once the port listens does not back off for seconds."""
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = open(log_path).read()
+        if "event=serving" in text:
+            port = re.search(r"event=grpc_started .* port=(\d+)", text)
+            metrics = re.search(r"event=metrics_started .* port=(\d+)", text)
+            return (server, text, int(port.group(1)),
+                    int(metrics.group(1)) if metrics else 0)
+        assert server.poll() is None, "favor-server exited:\n" + text
+        time.sleep(0.02)
+    server.kill()
+    raise AssertionError("favor-server never became SERVING")
+
+
 def floats(data):
     return struct.unpack("<%df" % (len(data) // 4), data)
 

@@ -1,0 +1,76 @@
+#include "server/shutdown.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+
+namespace favor {
+namespace {
+
+// Answers whose status is already on its way (the drain has answered every
+// call) get at least this long to reach the wire, even with
+// --drain_timeout_seconds=0: the process ends within the drain timeout plus
+// this (docs/deployment.md sizes the pods' grace period on it).
+constexpr absl::Duration kMinAnswerFlushTime = absl::Seconds(1);
+
+int shutdown_pipe[2] = {-1, -1};
+
+void OnShutdownSignal(int signal) {
+  const char byte = static_cast<char>(signal);
+  (void)!write(shutdown_pipe[1], &byte, 1);
+}
+
+}  // namespace
+
+absl::Status InstallShutdownSignalHandlers() {
+  if (pipe(shutdown_pipe) != 0) {
+    return absl::InternalError("cannot create the shutdown signal pipe");
+  }
+  struct sigaction action = {};
+  action.sa_handler = OnShutdownSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return absl::OkStatus();
+}
+
+int WaitForShutdownSignal() {
+  char byte = 0;
+  while (read(shutdown_pipe[0], &byte, 1) != 1) {
+  }
+  return byte;
+}
+
+void DrainAndExit(DrainOptions options) {
+  const absl::Time start = absl::Now();
+  options.set_not_serving();
+  options.service->StartDraining();
+  options.service->Shutdown(options.drain_timeout);
+  const absl::Time drained = absl::Now();
+  // The whole shutdown takes at most drain_timeout + kMinAnswerFlushTime
+  // (what deployments size their grace period on).
+  const absl::Time flush_deadline =
+      std::max(start + options.drain_timeout, drained + kMinAnswerFlushTime);
+  const bool sent =
+      options.service->WaitForOpenCalls(flush_deadline - absl::Now());
+  if (options.http != nullptr) {
+    options.http->Shutdown(
+        std::max(flush_deadline - absl::Now(), absl::ZeroDuration()));
+  }
+  LOG(INFO) << "event=drained seconds="
+            << absl::ToDoubleSeconds(drained - start)
+            << " answers_sent_seconds="
+            << absl::ToDoubleSeconds(absl::Now() - start)
+            << " calls_still_open="
+            << (sent ? 0 : options.service->num_open_calls());
+  LOG(INFO) << "event=shutdown_complete";
+  google::FlushLogFiles(google::GLOG_INFO);
+  _exit(0);
+}
+
+}  // namespace favor

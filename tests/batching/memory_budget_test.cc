@@ -1,0 +1,99 @@
+// MemoryBudget on its own: what it refuses to be, reservations within the
+// room left, releases and their listeners, the gauge callback.
+#include "server/batching/memory_budget.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace favor::batching {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::unique_ptr<MemoryBudget> MakeBudget(int64_t max_bytes,
+                                         int64_t resident_bytes,
+                                         std::vector<int64_t>* changes) {
+  MemoryBudget::Options options;
+  options.max_bytes = max_bytes;
+  options.resident_bytes = resident_bytes;
+  if (changes != nullptr) {
+    options.on_change = [changes](int64_t reserved) {
+      changes->push_back(reserved);
+    };
+  }
+  auto budget = MemoryBudget::Create(std::move(options));
+  EXPECT_TRUE(budget.ok()) << budget.status();
+  return budget.ok() ? *std::move(budget) : nullptr;
+}
+
+TEST(MemoryBudgetTest, RefusesABudgetThatLeavesNothingForBatches) {
+  for (const auto& [max_bytes, resident] :
+       std::vector<std::pair<int64_t, int64_t>>{
+           {0, 0}, {-1, 0}, {100, 100}, {100, 200}, {100, -1}}) {
+    MemoryBudget::Options options;
+    options.max_bytes = max_bytes;
+    options.resident_bytes = resident;
+    const auto budget = MemoryBudget::Create(std::move(options));
+    ASSERT_FALSE(budget.ok()) << max_bytes << " " << resident;
+    EXPECT_EQ(budget.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  MemoryBudget::Options options;
+  options.max_bytes = 100;
+  options.resident_bytes = 100;
+  EXPECT_THAT(MemoryBudget::Create(std::move(options)).status().message(),
+              HasSubstr("memory budget of 100 bytes leaves nothing"));
+}
+
+TEST(MemoryBudgetTest, ReservesWhatIsChosenWithinTheRoomLeft) {
+  std::vector<int64_t> changes;
+  auto budget = MakeBudget(1000, 300, &changes);
+  EXPECT_EQ(budget->batch_capacity_bytes(), 700);
+  std::vector<int64_t> offered;
+  auto take = [&](int64_t bytes) {
+    return budget->Reserve([&](int64_t available) {
+      offered.push_back(available);
+      return available >= bytes ? bytes : 0;
+    });
+  };
+  EXPECT_EQ(take(400), 400);
+  EXPECT_EQ(take(400), 0);  // 300 left: nothing reserved
+  EXPECT_EQ(take(300), 300);
+  EXPECT_THAT(offered, ElementsAre(700, 300, 300));
+  EXPECT_EQ(budget->reserved_bytes(), 700);
+  budget->Release(400);
+  EXPECT_EQ(budget->reserved_bytes(), 300);
+  budget->Release(0);  // nothing to tell anyone
+  EXPECT_THAT(changes, ElementsAre(400, 700, 300));
+}
+
+TEST(MemoryBudgetTest, TellsEveryListenerOfEveryRelease) {
+  auto budget = MakeBudget(1000, 0, nullptr);
+  int first = 0, second = 0;
+  const int first_id = budget->AddListener([&] { ++first; });
+  budget->AddListener([&] { ++second; });
+  budget->Reserve([](int64_t) { return int64_t{500}; });
+  budget->Release(200);
+  budget->RemoveListener(first_id);
+  budget->Release(300);
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 2);
+}
+
+TEST(MemoryBudgetTest, AListenerMayReserveAgain) {
+  // A batcher woken by a release forms its next batch, which reserves:
+  // Release() must not hold the budget's lock while it tells listeners.
+  auto budget = MakeBudget(1000, 0, nullptr);
+  budget->AddListener([&] {
+    budget->Reserve([](int64_t available) { return available / 2; });
+  });
+  budget->Reserve([](int64_t) { return int64_t{1000}; });
+  budget->Release(1000);
+  EXPECT_EQ(budget->reserved_bytes(), 500);
+}
+
+}  // namespace
+}  // namespace favor::batching
