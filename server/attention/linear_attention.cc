@@ -280,18 +280,23 @@ std::vector<KeyState> AccumulateRanges(const LinearAttention& attention,
   return parts;
 }
 
-// Each group's key sums over all of its ranges.
+// Each group's key sums over all of its ranges, merged in token order;
+// the groups in parallel (a merge is a handful of small tensor operations,
+// which would otherwise keep the other threads waiting).
 std::vector<KeyState> MergeRanges(const LinearAttention& attention,
                                   const std::vector<HeadGroup>& groups,
                                   const std::vector<TokenRange>& ranges,
-                                  const std::vector<KeyState>& parts) {
-  std::vector<KeyState> totals;
-  for (const HeadGroup& group : groups) {
-    totals.push_back(attention.EmptyState(group));
-  }
+                                  const std::vector<KeyState>& parts,
+                                  bool parallel) {
+  std::vector<std::vector<size_t>> ranges_of(groups.size());
   for (size_t i = 0; i < ranges.size(); ++i) {
-    attention.Merge(totals[ranges[i].group], parts[i]);
+    ranges_of[ranges[i].group].push_back(i);
   }
+  std::vector<KeyState> totals(groups.size());
+  ForEachTask(static_cast<int64_t>(groups.size()), parallel, [&](int64_t g) {
+    totals[g] = attention.EmptyState(groups[g]);
+    for (const size_t i : ranges_of[g]) attention.Merge(totals[g], parts[i]);
+  });
   return totals;
 }
 
@@ -303,7 +308,7 @@ void RunNonCausal(const LinearAttention& attention,
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, key_ranges, parallel);
   const std::vector<KeyState> totals =
-      MergeRanges(attention, groups, key_ranges, parts);
+      MergeRanges(attention, groups, key_ranges, parts, parallel);
   std::vector<at::Tensor> states;
   for (const KeyState& total : totals) {
     states.push_back(attention.QueryState(total));
@@ -330,7 +335,7 @@ void RunCausal(const LinearAttention& attention,
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, ranges, parallel);
   const std::vector<KeyState> totals =
-      MergeRanges(attention, groups, ranges, parts);
+      MergeRanges(attention, groups, ranges, parts, parallel);
   // Prefixes with the global shift: shifting to the total's shift first
   // makes every merge below a plain sum.
   std::vector<KeyState> prefixes(ranges.size());
