@@ -21,6 +21,13 @@ bool IsMessageSizeError(const absl::Status& status) {
          absl::StartsWith(status.message(), "Received message larger than max");
 }
 
+// favor-server's RESOURCE_EXHAUSTED for an input that could never fit in
+// its memory budget, even alone (docs/server.md, "Memory budget"): the
+// same input would be refused again.
+bool IsNeverFitsError(const absl::Status& status) {
+  return absl::EndsWith(status.message(), "it can never run here");
+}
+
 }  // namespace
 
 bool IsRetryable(const absl::Status& status, const RetryOptions& options) {
@@ -28,7 +35,8 @@ bool IsRetryable(const absl::Status& status, const RetryOptions& options) {
     case absl::StatusCode::kUnavailable:
       return options.retry_on_unavailable;
     case absl::StatusCode::kResourceExhausted:
-      return options.retry_on_resource_exhausted && !IsMessageSizeError(status);
+      return options.retry_on_resource_exhausted &&
+             !IsMessageSizeError(status) && !IsNeverFitsError(status);
     default:
       return false;
   }

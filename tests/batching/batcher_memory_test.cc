@@ -117,6 +117,9 @@ TEST_F(BatcherMemoryTest, ARequestThatCanNeverFitIsRefusedAtOnce) {
   EXPECT_THAT(status.message(),
               HasSubstr("memory budget (max_memory_bytes=1000)"));
   EXPECT_EQ(RetryAfter(status), std::nullopt);  // retrying cannot help
+  // favor::Client recognises the refusal by this ending and does not retry.
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::EndsWith("it can never run here"));
   EXPECT_EQ(log_.StatusOf(1), status);
   ASSERT_OK(AddBytes(2, 900));  // exactly the capacity: runs
   clock_.Advance(kDelay);

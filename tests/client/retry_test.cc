@@ -281,6 +281,23 @@ TEST(ClientRetryTest, MessageSizeErrorsAreNotRetried) {
   EXPECT_TRUE(server.call_times().empty());
 }
 
+// favor-server's refusal of an input larger than its memory budget can
+// ever hold (server/batching/batcher.cc): retrying cannot help.
+TEST(ClientRetryTest, InputsThatCanNeverFitAreNotRetried) {
+  Script script;
+  script.failures = -1;
+  script.message =
+      "request of 262144 tokens needs an estimated 1432354816 bytes of "
+      "memory on model 'default'; the server's memory budget "
+      "(max_memory_bytes=961000000) leaves 700000000 bytes for batches "
+      "beside 261000000 resident; it can never run here";
+  ScriptedServer server(script);
+  std::unique_ptr<Client> client = MakeClient(FastRetries(server));
+  absl::StatusOr<EmbedResult> result = client->Embed({TokenIds(100, 1)});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(server.call_times().size(), 1u);
+}
+
 TEST(ClientRetryTest, AHintPastTheDeadlineEndsTheCallAtOnce) {
   Script script;
   script.failures = -1;
