@@ -153,51 +153,48 @@ FAVOR_BF16_TARGET void ConvertRowsAvx512(int64_t rows, int64_t cols,
   }
 }
 
-// PackBF16 for b with unit column stride: rows 2p and 2p + 1 rounded and
-// interleaved, a zero row past an odd depth.
-FAVOR_BF16_TARGET void PackRowsAvx512(int64_t depth, int64_t cols,
-                                      const float* b, int64_t ldb,
-                                      BFloat16Bits* packed) {
-  const __m512i upper = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+// PackBF16's loop: rows 2p and 2p + 1 interleaved, a zero row past an odd
+// depth; `bits(p, m)` gives the bfloat16 bits of the masked lanes at p in
+// the low halves of 32-bit lanes.
+template <typename T, typename Bits>
+FAVOR_BF16_TARGET __attribute__((always_inline)) inline void PackPairsAvx512(
+    int64_t depth, int64_t cols, const T* b, int64_t ldb, BFloat16Bits* packed,
+    Bits bits) {
   for (int64_t k = 0; k < depth; k += 2) {
-    const float* even = b + k * ldb;
-    const float* odd = k + 1 < depth ? even + ldb : nullptr;
+    const T* even = b + k * ldb;
+    const T* odd = k + 1 < depth ? even + ldb : nullptr;
     auto* pairs = reinterpret_cast<uint32_t*>(packed + k * cols);
     for (int64_t j = 0; j < cols; j += 16) {
       const __mmask16 m = LanesLeft(cols - j);
-      const __m512i low = _mm512_srli_epi32(
-          RoundedHigh(_mm512_maskz_loadu_ps(m, even + j)), 16);
-      const __m512i high =
-          odd == nullptr
-              ? _mm512_setzero_si512()
-              : _mm512_and_si512(RoundedHigh(_mm512_maskz_loadu_ps(m, odd + j)),
-                                 upper);
-      _mm512_mask_storeu_epi32(pairs + j, m, _mm512_or_si512(low, high));
+      const __m512i high = odd == nullptr
+                               ? _mm512_setzero_si512()
+                               : _mm512_slli_epi32(bits(odd + j, m), 16);
+      _mm512_mask_storeu_epi32(pairs + j, m,
+                               _mm512_or_si512(bits(even + j, m), high));
     }
   }
 }
-// PackBF16 from bfloat16 rows: rows 2p and 2p + 1 interleaved, a zero row
-// past an odd depth; no rounding.
+
+// PackBF16 for float32 b with unit column stride: rounded.
+FAVOR_BF16_TARGET void PackRowsAvx512(int64_t depth, int64_t cols,
+                                      const float* b, int64_t ldb,
+                                      BFloat16Bits* packed) {
+  PackPairsAvx512(depth, cols, b, ldb, packed,
+                  [](const float* p, __mmask16 m) FAVOR_BF16_TARGET {
+                    return _mm512_srli_epi32(
+                        RoundedHigh(_mm512_maskz_loadu_ps(m, p)), 16);
+                  });
+}
+
+// PackBF16 from bfloat16 rows: no rounding.
 FAVOR_BF16_TARGET void PackBitsAvx512(int64_t depth, int64_t cols,
                                       const BFloat16Bits* b, int64_t ldb,
                                       BFloat16Bits* packed) {
-  for (int64_t k = 0; k < depth; k += 2) {
-    const BFloat16Bits* even = b + k * ldb;
-    const BFloat16Bits* odd = k + 1 < depth ? even + ldb : nullptr;
-    auto* pairs = reinterpret_cast<uint32_t*>(packed + k * cols);
-    for (int64_t j = 0; j < cols; j += 16) {
-      const __mmask16 m = LanesLeft(cols - j);
-      const __m512i low =
-          _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, even + j));
-      const __m512i high =
-          odd == nullptr
-              ? _mm512_setzero_si512()
-              : _mm512_slli_epi32(
-                    _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, odd + j)),
-                    16);
-      _mm512_mask_storeu_epi32(pairs + j, m, _mm512_or_si512(low, high));
-    }
-  }
+  PackPairsAvx512(
+      depth, cols, b, ldb, packed,
+      [](const BFloat16Bits* p, __mmask16 m) FAVOR_BF16_TARGET {
+        return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+      });
 }
 #undef FAVOR_BF16_TARGET
 #pragma GCC diagnostic pop
