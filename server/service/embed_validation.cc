@@ -293,4 +293,18 @@ absl::StatusOr<ResolvedEmbedOptions> ResolveEmbedOptions(
   return resolved;
 }
 
+absl::Status CheckEmbedStreamMessage(const v1::EmbedStreamRequest& message) {
+  constexpr size_t kMaxRequestIdBytes = 128;
+  if (message.request_id().size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request_id has ", message.request_id().size(),
+                     " bytes; at most ", kMaxRequestIdBytes));
+  }
+  if (message.timeout_micros() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "timeout_micros is ", message.timeout_micros(), "; must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace favor::service
