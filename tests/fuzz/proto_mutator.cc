@@ -26,22 +26,25 @@ T Pick(std::minstd_rand* rng, std::initializer_list<T> values) {
   return values.begin()[(*rng)() % values.size()];
 }
 
+// Two's complement wrap-around, without signed overflow.
+int64_t Wrap(uint64_t value) { return static_cast<int64_t>(value); }
+
 int64_t NewInteger(int64_t old, std::minstd_rand* rng) {
   switch ((*rng)() % 6) {
     case 0:
       return Pick<int64_t>(rng, {0, 1, -1, 2, 3, 8, 64, 255, 256, 1024, 4096,
                                  65536, int64_t{1} << 31, int64_t{1} << 32});
     case 1:
-      return old + static_cast<int64_t>((*rng)() % 9) - 4;
+      return Wrap(static_cast<uint64_t>(old) + (*rng)() % 9 - 4);
     case 2:
       return Pick<int64_t>(rng, {std::numeric_limits<int64_t>::max(),
                                  std::numeric_limits<int64_t>::min(),
                                  std::numeric_limits<int32_t>::max(),
                                  std::numeric_limits<int32_t>::min()});
     case 3:
-      return old * 2;
+      return Wrap(static_cast<uint64_t>(old) * 2);
     case 4:
-      return -old;
+      return Wrap(0 - static_cast<uint64_t>(old));
     default:
       return static_cast<int64_t>((*rng)() % 512);
   }

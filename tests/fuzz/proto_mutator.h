@@ -29,8 +29,14 @@ size_t MutateSerializedMessage(const google::protobuf::Message& prototype,
 
 }  // namespace favor::fuzz
 
-// Defines LLVMFuzzerCustomMutator for one message type, in the target's .cc.
+// Defines LLVMFuzzerCustomMutator for one message type, in the target's .cc,
+// and an LLVMFuzzerInitialize that silences protobuf's log (each string that
+// is not UTF-8 would print a line).
 #define FAVOR_FUZZ_PROTO_MUTATOR(MessageType)                           \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                  \
+    google::protobuf::SetLogHandler(nullptr);                           \
+    return 0;                                                           \
+  }                                                                     \
   extern "C" size_t LLVMFuzzerCustomMutator(                            \
       uint8_t* data, size_t size, size_t max_size, unsigned int seed) { \
     return ::favor::fuzz::MutateSerializedMessage(                      \
