@@ -259,7 +259,8 @@ absl::Status CheckSizes(const v1::EmbedRequest& request,
         "] (hidden_size), or 0 for all"));
   }
   const int64_t overlap = request.chunk_overlap_tokens();
-  if (overlap < 0 || 2 * overlap >= limits.max_tokens_per_input) {
+  // overlap >= max - overlap: 2 × overlap, past 2^62, would overflow.
+  if (overlap < 0 || overlap >= limits.max_tokens_per_input - overlap) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk_overlap_tokens is ", overlap,
                      "; must be >= 0 and below half of max_tokens_per_input (",

@@ -7,14 +7,18 @@
 // behind the handler's channel is a fake, in process, that answers every
 // call with what the input says: a status code, a retry trailer, and
 // response bytes (which the handler must translate back to JSON, or refuse).
-//   <answer bytes> <retry-after-ms value> <HTTP request> <code byte>
+//   <answer bytes> <retry-after-ms value> <HTTP request> <selector byte>
+// The selector byte picks the status code (byte % 17) and whether the
+// handler asks for a bearer token (byte % 34 < 17) or not.
 // (the first two in FuzzedDataProvider's escaped form; make_seeds.py).
 // Every answer must be a valid HTTP status with a JSON body.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -72,7 +76,11 @@ class FakeCall final : public grpc::ServerGenericBidiReactor {
   void OnReadDone(bool ok) override {
     if (!ok) return Finish(grpc::Status::OK);
     const Answer answer = Slot()->Get();
-    if (!answer.retry_after.empty()) {
+    // gRPC aborts on a metadata value that is not printable ASCII; the
+    // service's own hints are decimal numbers.
+    if (!answer.retry_after.empty() &&
+        std::all_of(answer.retry_after.begin(), answer.retry_after.end(),
+                    [](char c) { return c >= 0x20 && c < 0x7f; })) {
       context_->AddTrailingMetadata("retry-after-ms", answer.retry_after);
     }
     if (answer.code != 0) {
@@ -97,23 +105,33 @@ class FakeService final : public grpc::CallbackGenericService {
   }
 };
 
-// The handler, its channel reaching the fake service in process; built
-// once, never destroyed (gRPC's threads outlive every input).
-fh::ApiHandler* Handler() {
-  static fh::ApiHandler* const handler = [] {
+// The fake service, in process; started once, never stopped (gRPC's
+// threads outlive every input).
+grpc::Server* FakeServer() {
+  static grpc::Server* const server = [] {
     static FakeService service;
     grpc::ServerBuilder builder;
     builder.RegisterCallbackGenericService(&service);
-    static std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-    Require(server != nullptr);
+    return builder.BuildAndStart().release();
+  }();
+  Require(server != nullptr);
+  return server;
+}
+
+// Two handlers reaching it: one that asks for a bearer token, one open
+// (favor-server's default), which passes any Authorization header on.
+fh::ApiHandler* Handler(bool open) {
+  auto make = [](std::vector<std::string> tokens) {
     fh::ApiHandler::Options options;
-    options.bearer_tokens = {"fuzz-key"};
+    options.bearer_tokens = std::move(tokens);
     options.default_timeout = absl::Seconds(5);
     return new fh::ApiHandler(
-        options, server->InProcessChannel(grpc::ChannelArguments()),
+        options, FakeServer()->InProcessChannel(grpc::ChannelArguments()),
         [] { return true; });
-  }();
-  return handler;
+  };
+  static fh::ApiHandler* const with_key = make({"fuzz-key"});
+  static fh::ApiHandler* const without_key = make({});
+  return open ? without_key : with_key;
 }
 
 void CheckResponse(const fh::Response& response) {
@@ -126,7 +144,8 @@ void CheckResponse(const fh::Response& response) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider provider(data, size);
   Answer answer;
-  answer.code = provider.ConsumeIntegralInRange(0, 16);
+  const int selector = provider.ConsumeIntegralInRange(0, 33);
+  answer.code = selector % 17;
   answer.bytes = provider.ConsumeRandomLengthString(1024);
   answer.retry_after = provider.ConsumeRandomLengthString(16);
   const std::string raw = provider.ConsumeRemainingBytesAsString();
@@ -145,7 +164,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!parser.is_done()) return 0;
   const fh::Request& request = parser.get();
 
-  fh::ApiHandler* handler = Handler();
+  fh::ApiHandler* handler = Handler(/*open=*/selector >= 17);
   std::optional<fh::Response> refusal = handler->CheckHeader(request);
   if (refusal.has_value()) {
     CheckResponse(*refusal);

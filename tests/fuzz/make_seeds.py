@@ -231,6 +231,10 @@ def http_seeds():
     for name, (answer, request) in cases.items():
         write("http_request_fuzz", name,
               fdp_string(answer) + fdp_string(b"") + request + b"\x00")
+    write("http_request_fuzz", "open_embed",
+          fdp_string(embed_response) + fdp_string(b"") +
+          http("POST", "/v1/embeddings", b'{"input": ["a", "b"]}',
+               ["Authorization: Bearer anything"]) + b"\x11")
     write("http_request_fuzz", "busy",
           fdp_string("queue full") + fdp_string("250") +
           http("POST", "/v1/embeddings", b'{"input": "x"}') + b"\x08")

@@ -123,6 +123,10 @@ TEST(LoadTokenizerTest, HostileTokenizerJsonIsAnErrorNamingTheProblem) {
        "must be an integer in [0, 6]"},
       {Edit(R"("unk_token": "[UNK]")", R"("unk_token": "<unk>")"),
        "not in the vocabulary"},
+      // Found by tests/fuzz/tokenizer_fuzz: a special token past the
+      // vocabulary.
+      {Edit(R"("ids": [3])", R"("ids": [8])"),
+       "special token \"[SEP]\" has id 8, outside the vocabulary (7 ids)"},
       {Edit(R"("max_input_chars_per_word": 100)",
             R"("max_input_chars_per_word": 18446744073709551615)"),
        "max_input_chars_per_word"},
