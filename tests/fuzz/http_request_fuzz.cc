@@ -6,7 +6,8 @@
 // /v1/embeddings, /v1/favor/<Method>, /v1/models, /health). The service
 // behind the handler's channel is a fake, in process, that answers every
 // call with what the input says: a status code, a retry trailer, and
-// response bytes (which the handler must translate back to JSON, or refuse).
+// response bytes (as a well-formed response message, which the handler must
+// translate back to JSON).
 //   <answer bytes> <retry-after-ms value> <HTTP request> <selector byte>
 // The selector byte picks the status code (byte % 17) and whether the
 // handler asks for a bearer token (byte % 34 < 17) or not.
@@ -23,7 +24,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "boost/beast/http/parser.hpp"
+#include "favor/v1/favor.pb.h"
 #include "fuzzer/FuzzedDataProvider.h"
+#include "google/protobuf/descriptor.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -66,6 +69,24 @@ AnswerSlot* Slot() {
   return slot;
 }
 
+// `bytes` as the favor.v1.Favor method's response would be: parsed as that
+// message and written again (empty when they do not parse). The service
+// only ever sends messages it serialized itself, and protobuf's binary to
+// JSON converter (FavorJson::ResponseToJson) loops forever on some
+// malformed packed fields, a case no client can reach.
+std::string WellFormed(const std::string& path, const std::string& bytes) {
+  const auto* method =
+      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
+          "favor.v1.Favor." + path.substr(path.rfind('/') + 1));
+  if (method == nullptr) return "";
+  std::unique_ptr<google::protobuf::Message> message(
+      google::protobuf::MessageFactory::generated_factory()
+          ->GetPrototype(method->output_type())
+          ->New());
+  if (!message->ParseFromString(bytes)) return "";
+  return message->SerializeAsString();
+}
+
 // One unary call of any method: reads the request, answers from the slot.
 class FakeCall final : public grpc::ServerGenericBidiReactor {
  public:
@@ -87,7 +108,7 @@ class FakeCall final : public grpc::ServerGenericBidiReactor {
       return Finish(grpc::Status(static_cast<grpc::StatusCode>(answer.code),
                                  answer.bytes));
     }
-    grpc::Slice slice(answer.bytes);
+    grpc::Slice slice(WellFormed(context_->method(), answer.bytes));
     response_ = grpc::ByteBuffer(&slice, 1);
     StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
   }
@@ -140,6 +161,12 @@ void CheckResponse(const fh::Response& response) {
 }
 
 }  // namespace
+
+// Protobuf logs a line for each string that is not UTF-8: silenced.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider provider(data, size);
