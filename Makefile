@@ -2,8 +2,12 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# The fuzz targets' own build (clang, libFuzzer, ASan, UBSan;
+# docs/reliability.md), and how long `make fuzz` runs each target.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 3600
 
-.PHONY: deps configure build test serve bench image format clean
+.PHONY: deps configure build test serve bench image format clean fuzz-build fuzz
 
 deps:
 	@scripts/install-deps.sh
@@ -14,8 +18,23 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
+# The suites, then every fuzz target for 30 s (ctest label `fuzz`).
+test: build fuzz-build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	@ctest --test-dir $(FUZZ_BUILD_DIR) --output-on-failure -j $(JOBS) -L fuzz
+
+fuzz-build: deps
+	@cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DFAVOR_FUZZ=ON \
+		-DCMAKE_CXX_COMPILER=clang++ >/dev/null
+	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS)
+
+# A longer campaign: each target for FUZZ_SECONDS, $(JOBS) at a time, its
+# working corpus kept in $(FUZZ_BUILD_DIR)/corpus/<target> between runs.
+fuzz: fuzz-build
+	@FAVOR_FUZZ_SECONDS=$(FUZZ_SECONDS) \
+		FAVOR_FUZZ_CORPUS=$(abspath $(FUZZ_BUILD_DIR))/corpus \
+		ctest --test-dir $(FUZZ_BUILD_DIR) --output-on-failure -j $(JOBS) \
+		-L fuzz --timeout $$(( $(FUZZ_SECONDS) + 600 ))
 
 # favor-server on 127.0.0.1:50051 (gRPC), 127.0.0.1:8080 (HTTP/JSON, the
 # OpenAI-compatible /v1/embeddings) and 127.0.0.1:9464 (/metrics) with the
@@ -41,4 +60,4 @@ format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
 
 clean:
-	@rm -rf $(BUILD_DIR)
+	@rm -rf $(BUILD_DIR) $(FUZZ_BUILD_DIR)

@@ -7,6 +7,9 @@ set -euo pipefail
 packages=(
   # toolchain
   cmake ninja-build g++ ccache pkg-config
+  # fuzzing (make fuzz-build): clang with libFuzzer and the sanitizers'
+  # runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
+  clang libclang-rt-14-dev
   # compute: LibTorch and the BLAS it must use (the reference BLAS is 16x slower)
   libtorch-dev libopenblas0-pthread
   # service

@@ -40,12 +40,12 @@ Response Render(Status http_status, absl::string_view message,
                 absl::string_view param, absl::string_view code) {
   openai::ErrorResponse body;
   openai::Error* error = body.mutable_error();
-  error->set_message(std::string(message));
+  error->set_message(CoerceToUtf8(message));
   error->set_type(std::string(TypeOf(http_status)));
   if (param.empty()) {
     error->mutable_param()->set_null_value({});
   } else {
-    error->mutable_param()->set_string_value(std::string(param));
+    error->mutable_param()->set_string_value(CoerceToUtf8(param));
   }
   if (code.empty()) {
     error->mutable_code()->set_null_value({});

@@ -1,7 +1,9 @@
 #include "server/http/api_handler.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -167,6 +169,13 @@ absl::StatusOr<ServiceClient::CallOptions> ApiHandler::CallOptionsOf(
   }
   call.deadline = absl::Now() + timeout;
   call.authorization = std::string(header[bhttp::field::authorization]);
+  // It travels as gRPC metadata, and gRPC aborts the process on a value
+  // that is not printable ASCII (HTTP allows any byte from 0x80 up).
+  if (!std::all_of(call.authorization.begin(), call.authorization.end(),
+                   absl::ascii_isprint)) {
+    return absl::InvalidArgumentError(
+        "the Authorization header holds bytes that are not printable ASCII");
+  }
   return call;
 }
 

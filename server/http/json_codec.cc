@@ -16,6 +16,15 @@ absl::Status CheckUtf8(absl::string_view text, absl::string_view what) {
       absl::StrCat(what, " is not valid UTF-8 (JSON must be)"));
 }
 
+std::string CoerceToUtf8(absl::string_view text) {
+  std::string buffer(text.size(), '\0');
+  const char* coerced =
+      google::protobuf::internal::UTF8CoerceToStructurallyValid(
+          google::protobuf::StringPiece(text.data(), text.size()),
+          buffer.data(), '?');
+  return std::string(coerced, text.size());
+}
+
 absl::Status ParseJson(absl::string_view json,
                        google::protobuf::Message* message) {
   absl::Status utf8 = CheckUtf8(json, "the request body");
@@ -37,8 +46,8 @@ std::string PrintJson(const google::protobuf::Message& message,
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = with_defaults;
   std::string json;
-  // Only fails for a message that cannot be printed (a broken Any); ours
-  // have none.
+  // Fails for a string that is not UTF-8 (callers coerce what a client
+  // sent: CoerceToUtf8) or a broken Any (ours have none).
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
   return json;
 }

@@ -26,6 +26,11 @@ std::string PrintJson(const google::protobuf::Message& message,
 // INVALID_ARGUMENT naming `what` unless `text` is valid UTF-8.
 absl::Status CheckUtf8(absl::string_view text, absl::string_view what);
 
+// `text` with each byte that is not part of valid UTF-8 replaced by '?': an
+// error message may quote what a client sent (a path, a field), and
+// protobuf's JSON printer refuses a string that is not UTF-8.
+std::string CoerceToUtf8(absl::string_view text);
+
 }  // namespace favor::http
 
 #endif  // FAVOR_SERVER_HTTP_JSON_CODEC_H_

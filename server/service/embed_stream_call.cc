@@ -7,12 +7,11 @@
 #include "server/batching/retry_hint.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
+#include "server/service/embed_validation.h"
 #include "server/service/unary_call.h"
 
 namespace favor::service {
 namespace {
-
-constexpr size_t kMaxRequestIdBytes = 128;
 
 void SetError(const absl::Status& status, v1::EmbedStreamResponse* out) {
   out->clear_response();
@@ -152,15 +151,7 @@ void EmbedStreamCall::Handle(const v1::EmbedStreamRequest& in) {
 
 absl::Status EmbedStreamCall::Start(const v1::EmbedStreamRequest& in,
                                     Message* message) {
-  if (in.request_id().size() > kMaxRequestIdBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request_id has ", in.request_id().size(),
-                     " bytes; at most ", kMaxRequestIdBytes));
-  }
-  if (in.timeout_micros() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "timeout_micros is ", in.timeout_micros(), "; must be >= 0"));
-  }
+  RETURN_IF_ERROR(CheckEmbedStreamMessage(in));
   RETURN_IF_ERROR(service_->CheckServing());
   absl::Time deadline = DeadlineOf(*context_);
   if (in.timeout_micros() > 0) {

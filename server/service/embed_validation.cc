@@ -259,7 +259,8 @@ absl::Status CheckSizes(const v1::EmbedRequest& request,
         "] (hidden_size), or 0 for all"));
   }
   const int64_t overlap = request.chunk_overlap_tokens();
-  if (overlap < 0 || 2 * overlap >= limits.max_tokens_per_input) {
+  // overlap >= max - overlap: 2 × overlap, past 2^62, would overflow.
+  if (overlap < 0 || overlap >= limits.max_tokens_per_input - overlap) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk_overlap_tokens is ", overlap,
                      "; must be >= 0 and below half of max_tokens_per_input (",
@@ -291,6 +292,20 @@ absl::StatusOr<ResolvedEmbedOptions> ResolveEmbedOptions(
   resolved.dimensions = request.dimensions();
   resolved.chunk_overlap_tokens = request.chunk_overlap_tokens();
   return resolved;
+}
+
+absl::Status CheckEmbedStreamMessage(const v1::EmbedStreamRequest& message) {
+  constexpr size_t kMaxRequestIdBytes = 128;
+  if (message.request_id().size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request_id has ", message.request_id().size(),
+                     " bytes; at most ", kMaxRequestIdBytes));
+  }
+  if (message.timeout_micros() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "timeout_micros is ", message.timeout_micros(), "; must be >= 0"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace favor::service

@@ -63,6 +63,11 @@ absl::Status CheckEmbedRequest(const v1::EmbedRequest& request,
                                const ResolvedEmbedOptions& options,
                                const EmbedLimits& limits);
 
+// What EmbedStream checks of each message before its request: the
+// request_id's length (at most 128 bytes, since every answer echoes it) and
+// that timeout_micros is not negative.
+absl::Status CheckEmbedStreamMessage(const v1::EmbedStreamRequest& message);
+
 // The same for Tokenize: the number of texts, none empty, their bytes, and
 // the model's tokenizer.
 absl::Status CheckTokenizeRequest(const v1::TokenizeRequest& request,

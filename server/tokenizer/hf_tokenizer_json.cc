@@ -353,6 +353,22 @@ absl::Status ParsePostProcessor(const Json& root, absl::string_view what,
   return absl::OkStatus();
 }
 
+// The post-processor's ids must be in the vocabulary (the model's or the
+// added tokens'): one past it would reach the model's embedding table.
+absl::Status CheckSpecialIds(const Tokenizer& tokenizer,
+                             absl::string_view what) {
+  for (const SpecialToken& token : tokenizer.special_tokens()) {
+    if (static_cast<size_t>(token.id) >= tokenizer.vocab_size()) {
+      return Invalid(
+          absl::StrCat(what, ": post_processor"),
+          absl::StrCat("special token \"", token.content, "\" has id ",
+                       token.id, ", outside the vocabulary (",
+                       tokenizer.vocab_size(), " ids)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHuggingFaceJson(
@@ -365,7 +381,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHuggingFaceJson(
   ASSIGN_OR_RETURN(stages.pre_tokenizer, ParsePreTokenizer(root, what));
   ASSIGN_OR_RETURN(stages.added, ParseAddedTokens(root, what));
   RETURN_IF_ERROR(ParsePostProcessor(root, what, &stages));
-  return std::make_unique<PipelineTokenizer>(std::move(stages));
+  auto tokenizer = std::make_unique<PipelineTokenizer>(std::move(stages));
+  RETURN_IF_ERROR(CheckSpecialIds(*tokenizer, what));
+  return tokenizer;
 }
 
 }  // namespace favor::tokenizer

@@ -4,7 +4,9 @@
 
 #include <sentencepiece_processor.h>
 
+#include <exception>
 #include <memory>
+#include <string>
 
 namespace favor::tokenizer::spm_bridge {
 namespace {
@@ -12,8 +14,16 @@ namespace {
 class SentencePieceProcessor final : public Processor {
  public:
   bool Load(const std::string& serialized, std::string* error) {
-    const sentencepiece::util::Status status =
-        processor_.LoadFromSerializedProto(serialized);
+    sentencepiece::util::Status status;
+    // Its trie builder (Darts) throws on some hostile vocabularies (a
+    // zero-length or out-of-order piece) instead of returning a status.
+    try {
+      status = processor_.LoadFromSerializedProto(serialized);
+    } catch (const std::exception& exception) {
+      *error =
+          std::string("the model's vocabulary is invalid: ") + exception.what();
+      return false;
+    }
     if (!status.ok()) {
       *error = status.ToString();
       return false;

@@ -166,6 +166,25 @@ TEST_F(ApiTest, PathsAndMethodsTheApiLacks) {
   ExpectStillServing();
 }
 
+// Found by tests/fuzz/http_request_fuzz: an open server passed the
+// Authorization header on as gRPC metadata, and gRPC aborts the process on a
+// value that is not printable ASCII; a path that is not UTF-8 got a 404 with
+// an empty body (protobuf's JSON printer refused the message quoting it).
+TEST_F(ApiTest, HeaderAndPathBytesThatAreNotAsciiGetJsonErrors) {
+  Start();
+  testing::FetchOptions options;
+  options.method = "POST";
+  options.target = "/v1/embeddings";
+  options.body = R"({"input":[[1]]})";
+  options.headers = {{"Authorization", "Bearer \xff"}};
+  const auto error = ExpectError(testing::Fetch(port(), options), 400);
+  EXPECT_THAT(error["message"].get<std::string>(),
+              HasSubstr("not printable ASCII"));
+  const auto path = ExpectError(testing::Post(port(), "/v1/\xc1x", "{}"), 404);
+  EXPECT_THAT(path["message"].get<std::string>(), HasSubstr("/v1/?x"));
+  ExpectStillServing();
+}
+
 TEST_F(ApiTest, ModelsAndHealth) {
   Start();
   testing::FetchOptions options;

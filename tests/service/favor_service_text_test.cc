@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -204,6 +205,12 @@ std::vector<BadCall> BadTextCalls() {
       "chunk_overlap_tokens is 32; must be >= 0 and below half of "
       "max_tokens_per_input (64)",
       [](auto& r) { r.set_chunk_overlap_tokens(32); });
+  // Found by tests/fuzz/embed_request_fuzz: 2 × overlap overflowed and wrapped
+  // negative, so a huge overlap passed.
+  add("overlap past 2^62", invalid,
+      "chunk_overlap_tokens is 9223372036854775807; must be >= 0", [](auto& r) {
+        r.set_chunk_overlap_tokens(std::numeric_limits<int64_t>::max());
+      });
   add("chunk with spans", invalid, "not with truncation TRUNCATION_CHUNK",
       [](auto& r) {
         r.set_truncation(v1::TRUNCATION_CHUNK);

@@ -123,6 +123,10 @@ TEST(LoadTokenizerTest, HostileTokenizerJsonIsAnErrorNamingTheProblem) {
        "must be an integer in [0, 6]"},
       {Edit(R"("unk_token": "[UNK]")", R"("unk_token": "<unk>")"),
        "not in the vocabulary"},
+      // Found by tests/fuzz/tokenizer_fuzz: a special token past the
+      // vocabulary.
+      {Edit(R"("ids": [3])", R"("ids": [8])"),
+       "special token \"[SEP]\" has id 8, outside the vocabulary (7 ids)"},
       {Edit(R"("max_input_chars_per_word": 100)",
             R"("max_input_chars_per_word": 18446744073709551615)"),
        "max_input_chars_per_word"},
@@ -205,6 +209,29 @@ TEST(LoadTokenizerTest, GarbageSentencePieceModelIsAnError) {
     EXPECT_EQ(LoadTokenizer(spec).status().code(),
               absl::StatusCode::kInvalidArgument);
   }
+}
+
+// Found by tests/fuzz/tokenizer_fuzz: a piece that starts with a NUL byte is
+// a zero-length key to libsentencepiece's trie builder, which throws instead
+// of failing the load (Debian's own spm_encode dies on this model).
+TEST(LoadTokenizerTest, SentencePieceModelWithAnEmptyTrieKeyIsAnError) {
+  static constexpr char kModel[] =
+      "\x0a\x0e\x0a\x05\x3c\x75\x6e\x6b\x3e\x15\x00\x00\x00\x00\x18\x02"
+      "\x0a\x0c\x0a\x03\x3c\x63\x6f\x15\x00\x00\x00\x00\x18\x03\x0a\x0d"
+      "\x0a\x04\x2f\x3c\x73\x3e\x15\x00\x00\x00\x00\x18\x03\x0a\x0a\x0a"
+      "\x03\x00\x5c\x81\x15\x31\x42\xd0\xbf\x0a\x08\x0a\x01\x6f\x15\xa2"
+      "\x88\x1a\xc0\x0a\x08\x0a\x01\x6c\x15\x2d\x7f\x34\xc0\x0a\x09\x0a"
+      "\x02\x68\x65\x15\xfd\xeb\x46\xc0\x0a\x08\x0a\x01\x72\x15\x82\xab"
+      "\x86\xc0\x0a\x08\x0a\x01\x6d\x15\x82\xab\x86\xc0\x0a\x08\x0a\x01"
+      "\x32\x15\xd1\x64\xcd\xc0\x88\x03\x00\x90\x03\x00\x9d\x03\x11\x00"
+      "\x00\x00\xa0\x03\x01\x32\x00";
+  TokenizerSpec spec;
+  spec.format = TokenizerFormat::kSentencePiece;
+  spec.path =
+      WriteFile("nul_piece.model", std::string(kModel, sizeof(kModel) - 1));
+  const absl::Status status = LoadTokenizer(spec).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("zero-length key"));
 }
 
 TEST(LoadTokenizerTest, FormatNames) {
