@@ -85,6 +85,42 @@ def elu_plus_one(x, w):
     return torch.where(x > 0, x + 1, torch.exp(x))
 
 
+def favor_plus_plus(x, w, a):
+    """Optimal positive random features, Likhosherstov et al., "Chefs'
+    Random Tables: Non-Trigonometric Random Features", NeurIPS 2022 (the
+    positive GERF, FAVOR++): φ(x) = m^-1/2 D exp(A‖ω‖² + B ωᵀx' − ‖x'‖²/2),
+    B = √(1 − 4A), D = (1 − 4A)^(d/4), for A < 1/4 (one A per (batch,
+    head), shape (B, H, 1, 1))."""
+    d = x.shape[-1]
+    b, big_d = torch.sqrt(1 - 4 * a), (1 - 4 * a) ** (d / 4)
+    u = scaled(x) @ w.T
+    omega = (w * w).sum(-1)
+    return (big_d * torch.exp(a * omega + b * u - half_norm(x))
+            / math.sqrt(w.shape[0]))
+
+
+def favor_plus_plus_a(q, k, keep):
+    """The paper's A* (its eq. for the optimal A of the positive GERF, as
+    docs/attention.md derives it): A* = (1 − 2ρ − √((2ρ + 1)² + 8ρ)) / 16,
+    ρ = (mean‖q'‖² + mean‖k'‖² + 2 q̄'ᵀk̄') / d over a sequence's queries
+    and kept keys. Which queries count is the library's documented choice:
+    all of them, but with as many queries as keys (a padded batch pads
+    both) only those at kept positions."""
+    d = q.shape[-1]
+    kw = keep[:, None, :, None].double()
+    qw = kw if q.shape[-2] == k.shape[-2] else torch.ones_like(q[..., :1])
+
+    def mean(x, weight):
+        return (x * weight).sum(-2) / weight.sum(-2)
+
+    qs, ks = scaled(q), scaled(k)
+    rho = (mean((qs * qs).sum(-1, keepdim=True), qw)
+           + mean((ks * ks).sum(-1, keepdim=True), kw)
+           + 2 * (mean(qs, qw) * mean(ks, kw)).sum(-1, keepdim=True)) / d
+    a = (1 - 2 * rho - torch.sqrt((2 * rho + 1) ** 2 + 8 * rho)) / 16
+    return a[..., None]  # (B, H, 1, 1)
+
+
 FEATURE_MAPS = {"favor+": favor_plus, "hyperbolic": hyperbolic,
                 "trig": trigonometric, "relu": relu, "elu+1": elu_plus_one}
 
@@ -125,6 +161,9 @@ def linear_attention(kernel, q, k, v, w, keep, causal, epsilon=0.0):
     the Performer reference code (below)."""
     if epsilon:
         phi_q, phi_k = shifted_features(kernel, q, k, w, keep, epsilon)
+    elif kernel == "favor++":
+        a = favor_plus_plus_a(q, k, keep)
+        phi_q, phi_k = favor_plus_plus(q, w, a), favor_plus_plus(k, w, a)
     else:
         phi_q, phi_k = FEATURE_MAPS[kernel](q, w), FEATURE_MAPS[kernel](k, w)
     seen = visible(q.shape[-2], k.shape[-2], keep, causal)
@@ -191,7 +230,7 @@ def check_transcriptions(gen):
     keep = torch.ones(1, 7, dtype=torch.bool)
     w = torch.randn(1 << 17, DIM, generator=gen, dtype=torch.float64)
     exact = softmax_attention(q, k, v, keep, False)
-    for kernel in ("favor+", "hyperbolic", "trig"):
+    for kernel in ("favor+", "favor++", "hyperbolic", "trig"):
         error = relative_error(linear_attention(kernel, q, k, v, w, keep, False),
                                exact)
         print(f"self-check: {kernel} with 2^17 features vs softmax: {error:.2e}")
@@ -240,12 +279,18 @@ def make_case(gen, name, kernel, causal, epsilon=0.0, scale=0.6, norms=None):
         # case's ε): the estimator itself, exp(q'ᵀk') on average.
         gram = FEATURE_MAPS[kernel](q, w) @ FEATURE_MAPS[kernel](k, w).transpose(-1, -2)
         case["gram"] = tensor_json(gram)
+    if kernel == "favor++" and not causal:
+        a = favor_plus_plus_a(q, k, keep)
+        gram = favor_plus_plus(q, w, a) @ favor_plus_plus(k, w, a).transpose(-1, -2)
+        case["gram"] = tensor_json(gram)
+        case["favor_plus_plus_a"] = tensor_json(a[..., 0, 0])
     return case
 
 
 def make_cases(gen):
     cases = []
-    for kernel in ("softmax", "favor+", "hyperbolic", "trig", "relu", "elu+1", "exp"):
+    for kernel in ("softmax", "favor+", "favor++", "hyperbolic", "trig", "relu",
+                   "elu+1", "exp"):
         for causal in (False, True):
             tag = "causal" if causal else "noncausal"
             cases.append(make_case(gen, f"{kernel}_{tag}", kernel, causal))

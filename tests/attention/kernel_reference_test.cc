@@ -167,8 +167,12 @@ TEST_P(FeatureMapReferenceTest, GramMatchesReference) {
   ASSERT_TRUE(c.contains("gram"));
   const Kernel kernel = options_.kernel;
   const at::Tensor w = uses_projection() ? w_ : at::Tensor();
-  auto fq = FeatureMap(q_, kernel, w, FeatureRole::kUnshifted, 0.0f);
-  auto fk = FeatureMap(k_, kernel, w, FeatureRole::kUnshifted, 0.0f);
+  // FAVOR++'s A: the reference's A* for each (batch, head).
+  const at::Tensor a = c.contains("favor_plus_plus_a")
+                           ? ToTensor(c["favor_plus_plus_a"])
+                           : at::Tensor();
+  auto fq = FeatureMap(q_, kernel, w, FeatureRole::kUnshifted, 0.0f, a);
+  auto fk = FeatureMap(k_, kernel, w, FeatureRole::kUnshifted, 0.0f, a);
   ASSERT_TRUE(fq.ok()) << fq.status();
   ASSERT_TRUE(fk.ok()) << fk.status();
   const at::Tensor gram =
@@ -180,8 +184,8 @@ TEST_P(FeatureMapReferenceTest, GramMatchesReference) {
 
 std::vector<std::string> CaseNames() {
   std::vector<std::string> names;
-  for (const char* kernel :
-       {"softmax", "favor+", "hyperbolic", "trig", "relu", "elu+1", "exp"}) {
+  for (const char* kernel : {"softmax", "favor+", "favor++", "hyperbolic",
+                             "trig", "relu", "elu+1", "exp"}) {
     for (const char* causal : {"_noncausal", "_causal"}) {
       names.push_back(std::string(kernel) + causal);
     }
@@ -212,7 +216,8 @@ INSTANTIATE_TEST_SUITE_P(AllCases, KernelReferenceTest,
 // and Shen's exp, whose key features depend on the whole sequence).
 std::vector<std::string> FeatureMapCaseNames() {
   std::vector<std::string> names;
-  for (const char* kernel : {"favor+", "hyperbolic", "trig", "relu", "elu+1"}) {
+  for (const char* kernel :
+       {"favor+", "favor++", "hyperbolic", "trig", "relu", "elu+1"}) {
     names.push_back(std::string(kernel) + "_noncausal");
   }
   names.push_back("favor+_noncausal_norms_1e3");
