@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -20,7 +19,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/service/status_mapping.h"
@@ -33,19 +31,6 @@ namespace {
 using ::favor::service::testing::TestServer;
 using ::favor::service::testing::TestServerOptions;
 using ::testing::HasSubstr;
-
-// Polls `condition` every millisecond until it holds (true) or `timeout`
-// passes (false): for states the service exposes but announces to no one,
-// such as its number of open calls.
-bool WaitUntil(const std::function<bool()>& condition,
-               absl::Duration timeout = absl::Seconds(30)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 struct BadEmbed {
   const char* name;
@@ -288,14 +273,8 @@ TEST_F(FakeServiceTest, FullQueueIsResourceExhaustedWithARetryHint) {
   int refused = 0;
   for (int i = 0; i < kCalls; ++i) {
     callers.emplace_back([&, i] {
-      grpc::ClientContext context;
-      v1::EmbedResponse response;
-      results[i] = server_->stub().Embed(&context, EmbedOf({{1}}), &response);
-      for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
-        if (absl::string_view(key.data(), key.size()) == kRetryAfterMsTrailer) {
-          trailers[i] = std::string(value.data(), value.size());
-        }
-      }
+      results[i] =
+          CallEmbedWithRetryHint(server_->stub(), EmbedOf({{1}}), &trailers[i]);
       answered[i].Notify();
     });
     // The server has the call once it runs (the first) or is open beside
