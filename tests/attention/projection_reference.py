@@ -5,15 +5,24 @@ modified Gram-Schmidt, the rotated simplex and the chi row norms.
 
 It prints the golden values that tests/attention/projection_test.cc pins:
 whole-matrix checksums of float32 entries summed in double, in row-major
-order, exactly as the test sums them. Python's floats are IEEE doubles with
+order, exactly as the test sums them; and, for the whole-matrix digests, a
+64-bit FNV-1a hash of every entry's float32 bits (row-major, little-endian)
+with spot values from the first, second-block, middle and last rows. Python's floats are IEEE doubles with
 no fused multiply-add, as projection.cc is compiled (-ffp-contract=off), and
 math.log/cos/sin are the C library's, so every entry matches bit for bit.
 
     python3 tests/attention/projection_reference.py
+    python3 tests/attention/projection_reference.py --check projection_test.cc
+
+With --check it prints nothing and fails unless every line of the digest
+table it derives appears verbatim in the given test source (ctest runs this,
+so the C++ goldens and this transcription cannot drift apart).
 """
 
+import argparse
 import math
 import struct
+import sys
 
 M32 = 0xFFFFFFFF
 NORM_STREAM = 0xFFFFFFFF
@@ -123,7 +132,69 @@ def checksums(values):
     return plain, weighted
 
 
+FNV_OFFSET, FNV_PRIME, M64 = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
+
+
+def digest(values):
+    """FNV-1a 64 of the float32 bytes, row-major: any changed bit of any
+    entry changes it."""
+    h = FNV_OFFSET
+    for v in values:
+        for byte in struct.pack("<f", v):
+            h = ((h ^ byte) * FNV_PRIME) & M64
+    return h
+
+
+def spot_rows(m, d):
+    """First row, first row of the second block, middle and last rows."""
+    return sorted({0, min(d, m - 1), m // 2, m - 1})
+
+
+# (coupling, chi norms, m, d, seed, draw index): several seeds, m not a
+# multiple of d, orthogonal with chi and sqrt(d) norms, iid and simplex.
+DIGEST_CASES = (
+    ("orthogonal", True, 160, 64, 7, 0),
+    ("orthogonal", True, 100, 16, 3, 0),
+    ("orthogonal", True, 37, 8, 12345, 0),
+    ("orthogonal", True, 100, 16, 3, 1),
+    ("orthogonal", False, 160, 64, 7, 0),
+    ("orthogonal", False, 100, 16, 3, 0),
+    ("iid", True, 160, 64, 7, 0),
+    ("iid", True, 100, 16, 3, 0),
+    ("simplex", True, 100, 16, 3, 0),
+    ("simplex", False, 37, 8, 12345, 0),
+)
+
+
+def digest_lines():
+    """The golden table of projection_test.cc's GoldenDigestsOfWholeMatrices,
+    one C++ initializer per case."""
+    lines = []
+    for coupling, chi, m, d, seed, index in DIGEST_CASES:
+        values = [to_float32(v) for v in draw(m, d, seed, coupling, chi, index)]
+        spots = ", ".join(f"{{{r}, {c}, {values[r * d + c]!r}f}}"
+                          for r in spot_rows(m, d) for c in (0, d - 1))
+        norm = "kChi" if chi else "kSqrtDim"
+        lines.append(f'    {{"{coupling}", {norm}, {m}, {d}, {seed}, {index}, '
+                     f'0x{digest(values):016x}ull, {{{spots}}}}},')
+    return lines
+
+
+def check(test_source):
+    with open(test_source) as source:
+        pinned = set(source.read().splitlines())
+    missing = [line for line in digest_lines() if line not in pinned]
+    for line in missing:
+        print(f"not in {test_source}:\n{line}")
+    return 1 if missing else 0
+
+
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", metavar="TEST_SOURCE")
+    args = parser.parse_args()
+    if args.check:
+        sys.exit(check(args.check))
     for coupling in ("orthogonal", "iid", "simplex"):
         for m, d, seed in ((160, 64, 7), (5, 4, 3)):
             plain, weighted = checksums(draw(m, d, seed, coupling))
@@ -131,6 +202,7 @@ def main():
                   f"sum {plain!r} weighted {weighted!r}")
     print("simplex m=5 d=4 seed=3 entries:",
           ", ".join(repr(to_float32(v)) for v in draw(5, 4, 3, "simplex")))
+    print("\n".join(digest_lines()))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace favor::attention {
 namespace {
@@ -140,6 +144,76 @@ TEST(ProjectionTest, GoldenChecksumsOfWholeMatrices) {
     EXPECT_DOUBLE_EQ(sum, g.sum) << g.coupling << " " << g.m << "x" << g.d;
     EXPECT_DOUBLE_EQ(weighted, g.weighted)
         << g.coupling << " " << g.m << "x" << g.d;
+  }
+}
+
+// FNV-1a 64 of every entry's float32 bits, row-major, little-endian: a
+// digest that changes with any bit of any entry.
+uint64_t Digest(const at::Tensor& w) {
+  uint64_t hash = 0xCBF29CE484222325ull;
+  const float* data = w.data_ptr<float>();
+  for (int64_t k = 0; k < w.numel(); ++k) {
+    uint32_t bits;
+    std::memcpy(&bits, &data[k], sizeof bits);
+    for (int byte = 0; byte < 4; ++byte) {
+      hash = (hash ^ ((bits >> (8 * byte)) & 0xFF)) * 0x100000001B3ull;
+    }
+  }
+  return hash;
+}
+
+struct Spot {
+  int64_t row, col;
+  float value;
+};
+
+struct GoldenMatrix {
+  const char* coupling;
+  ProjectionOptions::RowNorm row_norm;
+  int64_t m, d;
+  uint64_t seed, draw_index;
+  uint64_t digest;
+  Spot spots[8];  // first, second-block, middle and last rows, both ends
+};
+
+constexpr auto kChi = ProjectionOptions::RowNorm::kChi;
+constexpr auto kSqrtDim = ProjectionOptions::RowNorm::kSqrtDim;
+
+// Whole matrices, bit for bit (models store only their seed): several
+// seeds and draw indices, m not a multiple of d, orthogonal with χ and √d
+// norms, iid and simplex. Printed, in this form, by
+// tests/attention/projection_reference.py (an independent transcription of
+// the generator); the attention_projection_reference test checks that the
+// script still prints exactly these lines.
+// clang-format off
+const GoldenMatrix kGoldenMatrices[] = {
+    {"orthogonal", kChi, 160, 64, 7, 0, 0x4ba8b98f29a358dcull, {{0, 0, 0.00020229537039995193f}, {0, 63, 0.04932370036840439f}, {64, 0, 0.5836952328681946f}, {64, 63, -0.45136868953704834f}, {80, 0, -0.21105903387069702f}, {80, 63, -0.32233819365501404f}, {159, 0, -1.044987678527832f}, {159, 63, 0.31007763743400574f}}},
+    {"orthogonal", kChi, 100, 16, 3, 0, 0x77c914c1f9978b34ull, {{0, 0, 0.537013828754425f}, {0, 15, -0.9962586760520935f}, {16, 0, 1.4605159759521484f}, {16, 15, 0.9856699705123901f}, {50, 0, 1.5641111135482788f}, {50, 15, 0.348956823348999f}, {99, 0, 1.721209168434143f}, {99, 15, 1.8205976486206055f}}},
+    {"orthogonal", kChi, 37, 8, 12345, 0, 0xf7fad8d298d6ee1full, {{0, 0, 0.2191798985004425f}, {0, 7, -0.33377084136009216f}, {8, 0, 0.9874691963195801f}, {8, 7, -1.0738093852996826f}, {18, 0, -1.334998369216919f}, {18, 7, -0.8585546016693115f}, {36, 0, 2.2880475521087646f}, {36, 7, 0.8687258362770081f}}},
+    {"orthogonal", kChi, 100, 16, 3, 1, 0xb2e1969e81f052a7ull, {{0, 0, -2.938436269760132f}, {0, 15, -1.5557701587677002f}, {16, 0, 1.5990372896194458f}, {16, 15, 1.871338963508606f}, {50, 0, 1.3623846769332886f}, {50, 15, 2.451744794845581f}, {99, 0, 0.7249935269355774f}, {99, 15, 1.7179300785064697f}}},
+    {"orthogonal", kSqrtDim, 160, 64, 7, 0, 0x78d428c775f854d6ull, {{0, 0, 0.0002421536046313122f}, {0, 63, 0.05904194712638855f}, {64, 0, 0.5772966146469116f}, {64, 63, -0.44642066955566406f}, {80, 0, -0.18640092015266418f}, {80, 63, -0.2846792936325073f}, {159, 0, -1.1422604322433472f}, {159, 63, 0.33894121646881104f}}},
+    {"orthogonal", kSqrtDim, 100, 16, 3, 0, 0xf4f551c103267e12ull, {{0, 0, 0.5342507362365723f}, {0, 15, -0.9911325573921204f}, {16, 0, 1.7133723497390747f}, {16, 15, 1.156317114830017f}, {50, 0, 2.105512857437134f}, {50, 15, 0.46974480152130127f}, {99, 0, 1.2706605195999146f}, {99, 15, 1.3440327644348145f}}},
+    {"iid", kChi, 160, 64, 7, 0, 0xfb09b6963193dfc7ull, {{0, 0, 0.0002915678487624973f}, {0, 63, 0.07109013944864273f}, {64, 0, -0.2683502435684204f}, {64, 63, 1.041900396347046f}, {80, 0, -0.2786684036254883f}, {80, 63, 1.2006032466888428f}, {159, 0, -0.3888704180717468f}, {159, 63, 0.925388753414154f}}},
+    {"iid", kChi, 100, 16, 3, 0, 0x12e59ea32299a68dull, {{0, 0, 0.4725540280342102f}, {0, 15, -0.8766739964485168f}, {16, 0, 1.0396627187728882f}, {16, 15, -0.6548709273338318f}, {50, 0, 1.6174992322921753f}, {50, 15, -0.04199613630771637f}, {99, 0, -0.8758785724639893f}, {99, 15, 0.783551812171936f}}},
+    {"simplex", kChi, 100, 16, 3, 0, 0x8012ac1c381cf2ebull, {{0, 0, 0.016023945063352585f}, {0, 15, -0.7544403672218323f}, {16, 0, 1.532783031463623f}, {16, 15, 0.8661589622497559f}, {50, 0, 1.6070829629898071f}, {50, 15, 0.33285456895828247f}, {99, 0, 1.7945985794067383f}, {99, 15, 1.8700807094573975f}}},
+    {"simplex", kSqrtDim, 37, 8, 12345, 0, 0xc4d98ee6d3746499ull, {{0, 0, 0.5578799843788147f}, {0, 7, -0.529464840888977f}, {8, 0, 1.3386449813842773f}, {8, 7, -1.701130747795105f}, {18, 0, -1.6915373802185059f}, {18, 7, -0.6909623146057129f}, {36, 0, 2.0408756732940674f}, {36, 7, 1.0372223854064941f}}},
+};
+// clang-format on
+
+TEST(ProjectionTest, GoldenDigestsOfWholeMatrices) {
+  for (const GoldenMatrix& g : kGoldenMatrices) {
+    ProjectionOptions options = Options(g.m, g.d, g.seed, g.coupling);
+    options.row_norm = g.row_norm;
+    options.draw_index = g.draw_index;
+    const at::Tensor w = Draw(options);
+    const std::string label =
+        absl::StrCat(g.coupling, " ", g.m, "x", g.d, " seed ", g.seed, " draw ",
+                     g.draw_index, g.row_norm == kChi ? " chi" : " sqrt(d)");
+    EXPECT_EQ(Digest(w), g.digest) << label;
+    for (const Spot& spot : g.spots) {
+      EXPECT_EQ(w[spot.row][spot.col].item<float>(), spot.value)
+          << label << " entry (" << spot.row << ", " << spot.col << ")";
+    }
   }
 }
 

@@ -1,15 +1,19 @@
 // ComputeAttend's choice of projection: a seeded request draws exactly the
 // matrix the attention library draws for its random_features, and the
 // three kinds give three different attentions on non-degenerate inputs.
+// And Attend through the service, over gRPC, on random inputs with every
+// kernel: the library's own output for the same tensors.
 #include "server/service/attend_runner.h"
 
 #include <ATen/ATen.h>
 
 #include <cstring>
+#include <iostream>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/attention/attention.h"
 #include "server/attention/projection.h"
 #include "server/service/attend_validation.h"
 #include "tests/service/fake_service_fixture.h"
@@ -85,6 +89,94 @@ TEST(ComputeAttendTest, SeededProjectionsAreTheLibrarysDraws) {
         << v1::RandomFeatures_Name(c.kind);
     for (const std::vector<float>& other : outputs) EXPECT_NE(out, other);
     outputs.push_back(out);
+  }
+}
+
+at::Tensor TensorFrom(const v1::Tensor& tensor) {
+  std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
+  std::vector<float> values = FloatsOf(tensor);
+  return at::tensor(values).view(shape).clone();
+}
+
+struct AttendCase {
+  const char* kernel;
+  bool causal;
+};
+
+// Batch 2, 3 heads, a padded second sequence; 5 queries against 7 keys
+// (causal: 7 and 7). Inputs of scale 0.5 keep trig's signed denominators
+// away from zero, where two summation orders could disagree.
+v1::AttendRequest RandomMaskedAttend(const AttendCase& c) {
+  at::manual_seed(23);
+  const int64_t queries = c.causal ? 7 : 5;
+  v1::AttendRequest request;
+  const auto scaled = [](std::vector<int64_t> shape) {
+    const at::Tensor values = 0.5 * at::randn(shape);
+    return TensorOf(
+        shape, std::vector<float>(values.data_ptr<float>(),
+                                  values.data_ptr<float>() + values.numel()));
+  };
+  *request.mutable_query() = scaled({2, 3, queries, kHeadDim});
+  *request.mutable_key() = scaled({2, 3, 7, kHeadDim});
+  *request.mutable_value() = RandomTensor({2, 3, 7, 4});
+  request.set_kernel(c.kernel);
+  request.set_causal(c.causal);
+  request.set_num_random_features(kFeatures);
+  request.set_projection_seed(kSeed);
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t j = 0; j < 7; ++j)
+      request.add_key_padding_mask(b == 1 && j >= 4);
+  }
+  return request;
+}
+
+at::Tensor LibraryAttend(const v1::AttendRequest& request) {
+  attention::AttentionOptions options;
+  options.kernel = *attention::ParseKernel(request.kernel());
+  options.causal = request.causal();
+  attention::ProjectionOptions projection;
+  projection.num_features = kFeatures;
+  projection.head_dim = kHeadDim;
+  projection.seed = kSeed;
+  const at::Tensor padding =
+      at::tensor(std::vector<int64_t>(request.key_padding_mask().begin(),
+                                      request.key_padding_mask().end()))
+          .view({2, 7})
+          .to(at::kBool);
+  auto out = attention::Attend(
+      TensorFrom(request.query()), TensorFrom(request.key()),
+      TensorFrom(request.value()), *attention::DrawProjection(projection),
+      padding, options);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : at::Tensor();
+}
+
+TEST_F(FakeServiceTest, AttendOnRandomInputsIsTheLibrarysAttention) {
+  Start();
+  for (const char* kernel : {"softmax", "favor+", "favor++", "hyperbolic",
+                             "trig", "relu", "elu+1", "exp"}) {
+    for (bool causal : {false, true}) {
+      const v1::AttendRequest request = RandomMaskedAttend({kernel, causal});
+      v1::AttendResponse response;
+      const grpc::Status status =
+          CallAttend(server_->stub(), request, &response);
+      ASSERT_TRUE(status.ok()) << kernel << ": " << status.error_message();
+      const at::Tensor want = LibraryAttend(request);
+      ASSERT_TRUE(want.defined());
+      const at::Tensor got = TensorFrom(response.output());
+      ASSERT_EQ(got.sizes(), want.sizes()) << kernel;
+      // The same library on the same tensors: only the service's chunk
+      // sizes and thread count could change a summation order.
+      const double error =
+          ((got - want).abs().max() / want.abs().max()).item<double>();
+      std::cout << kernel << (causal ? " causal" : "")
+                << ": relative error against the library " << error << "\n";
+      EXPECT_LT(error, 1e-5) << kernel << (causal ? " causal" : "");
+      // Non-degenerate: the padded sequence's queries see other keys than
+      // the first one's, and the heads differ.
+      EXPECT_GT((want[0][0] - want[0][1]).abs().max().item<double>(), 1e-2)
+          << kernel;
+    }
   }
 }
 

@@ -91,11 +91,17 @@ TEST_F(FakeServiceTest, CancelledStreamDropsItsQueuedWork) {
       *message.mutable_request() = EmbedOf({{2}});
       ASSERT_TRUE(stream->Write(message));
     }
+    // A sleep: give the server a moment to read the messages and queue
+    // their work, which it does without announcing it (a message may sit
+    // in a formed batch, where no count shows it). Cancelling earlier still
+    // passes, with less of the work queued to drop.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     context.TryCancel();
     EXPECT_EQ(stream->Finish().error_code(), grpc::CANCELLED);
   }
-  // As in CancelledCallIsDropped: let the server see the RST_STREAM.
+  // As in CancelledCallIsDropped: let the server see the RST_STREAM (a
+  // sleep, for the reason given there: the server only sets a flag that
+  // the held worker reads when it takes the formed batch).
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   model_.Release();
   first.join();

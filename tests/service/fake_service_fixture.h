@@ -1,22 +1,26 @@
 // The fixture of the service tests over real gRPC on loopback: a
 // FavorService with one FakeModel ("fake"), small call limits, and helpers
-// to build and send Embed and Attend calls.
+// to build and send Embed and Attend calls and to wait for the service's
+// state.
 #ifndef FAVOR_TESTS_SERVICE_FAKE_SERVICE_FIXTURE_H_
 #define FAVOR_TESTS_SERVICE_FAKE_SERVICE_FIXTURE_H_
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "favor/v1/favor.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/service/favor_service.h"
+#include "server/service/status_mapping.h"
 #include "tests/service/test_server.h"
 
 namespace favor::service {
@@ -67,6 +71,34 @@ inline v1::AttendRequest UniformAttend(absl::string_view kernel) {
   request.set_kernel(std::string(kernel));
   request.set_num_random_features(8);
   return request;
+}
+
+// As CallEmbed, keeping the retry hint trailer (empty when none).
+inline grpc::Status CallEmbedWithRetryHint(v1::Favor::Stub& stub,
+                                           const v1::EmbedRequest& request,
+                                           std::string* retry_after_ms) {
+  grpc::ClientContext context;
+  v1::EmbedResponse response;
+  const grpc::Status status = stub.Embed(&context, request, &response);
+  for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
+    if (absl::string_view(key.data(), key.size()) == kRetryAfterMsTrailer) {
+      *retry_after_ms = std::string(value.data(), value.size());
+    }
+  }
+  return status;
+}
+
+// Polls `condition` every millisecond until it holds (true) or `timeout`
+// passes (false): for states the service exposes but announces to no one,
+// such as its number of open calls.
+inline bool WaitUntil(const std::function<bool()>& condition,
+                      absl::Duration timeout = absl::Seconds(30)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!condition()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
 }
 
 inline grpc::Status CallAttend(v1::Favor::Stub& stub,

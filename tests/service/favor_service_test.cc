@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/service/status_mapping.h"
@@ -211,6 +212,10 @@ TEST_F(FakeServiceTest, DeadlinePassingInTheQueueIsNeverComputed) {
   EXPECT_EQ(late.error_code(), grpc::DEADLINE_EXCEEDED);
   // The server's copy of the deadline counts from the call's arrival, a
   // moment after the client's: let it pass too before the worker goes on.
+  // A sleep, because nothing observable happens when it passes: the late
+  // call sits in the formed batch waiting for the held worker, where the
+  // batcher checks deadlines only when the worker takes the batch, on the
+  // real clock the service runs on.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   model_.Release();
   first.join();
@@ -226,7 +231,9 @@ TEST_F(FakeServiceTest, CancelledCallIsDropped) {
   model_.WaitForCalls(1);
   grpc::ClientContext context;
   std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // Cancel once the server has the call (the held one and this one open).
+    EXPECT_TRUE(
+        WaitUntil([&] { return server_->service().num_open_calls() == 2; }));
     context.TryCancel();
   });
   v1::EmbedResponse response;
@@ -236,7 +243,10 @@ TEST_F(FakeServiceTest, CancelledCallIsDropped) {
   canceller.join();
   // The client knows at once; the server learns of the cancellation when the
   // RST_STREAM arrives, a moment later. Give it that moment before the
-  // held worker goes on to the cancelled call's (already formed) batch.
+  // held worker goes on to the cancelled call's (already formed) batch. A
+  // sleep, because the server announces nothing then: it only sets the
+  // call's cancellation flag, which the worker reads when it takes the
+  // batch (the call stays open until that answer).
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   model_.Release();
   first.join();
@@ -244,41 +254,66 @@ TEST_F(FakeServiceTest, CancelledCallIsDropped) {
   EXPECT_EQ(model_.sequences(), 2);
 }
 
+// Room for exactly three calls: one running (held in the model), one formed
+// batch waiting for the worker, one queued (max_queue_requests). Calls are
+// sent one at a time, each once the server has decided the previous one:
+// the first three are admitted and succeed, every later one is refused
+// with a retry hint.
 TEST_F(FakeServiceTest, FullQueueIsResourceExhaustedWithARetryHint) {
   FavorService::Options options;
   options.embed_batching.max_queue_requests = 1;
   options.embed_batching.max_batch_requests = 1;
   Start(options);
   model_.Hold();
+  constexpr int kCalls = 6, kAdmitted = 3;
+  std::vector<grpc::Status> results(kCalls);
+  std::vector<std::string> trailers(kCalls);
+  std::vector<absl::Notification> answered(kCalls);
   std::vector<std::thread> callers;
-  std::vector<grpc::Status> results(6);
-  std::vector<std::string> trailers(6);
-  for (int i = 0; i < 6; ++i) {
+  int refused = 0;
+  for (int i = 0; i < kCalls; ++i) {
     callers.emplace_back([&, i] {
-      grpc::ClientContext context;
-      v1::EmbedResponse response;
-      results[i] = server_->stub().Embed(&context, EmbedOf({{1}}), &response);
-      for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
-        if (absl::string_view(key.data(), key.size()) == kRetryAfterMsTrailer) {
-          trailers[i] = std::string(value.data(), value.size());
-        }
-      }
+      results[i] =
+          CallEmbedWithRetryHint(server_->stub(), EmbedOf({{1}}), &trailers[i]);
+      answered[i].Notify();
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // The server has the call once it runs (the first) or is open beside
+    // the admitted ones; a refused call may be answered before either.
+    if (!WaitUntil([&] {
+          return answered[i].HasBeenNotified() ||
+                 (i == 0
+                      ? model_.calls() == 1
+                      : server_->service().num_open_calls() == i + 1 - refused);
+        })) {
+      ADD_FAILURE() << "the server never took call " << i;
+      break;
+    }
+    // A refused call is answered at once; an admitted one then just waits
+    // (the model is held), an event the service does not announce. So a
+    // call still unanswered after this bound counts as admitted; the bound
+    // also lets the batch former take an admitted call out of the queue
+    // before the next one arrives. A slow machine could only make the
+    // statuses below wrong, never make a wrong server pass.
+    if (answered[i].WaitForNotificationWithTimeout(absl::Milliseconds(200))) {
+      ++refused;
+    }
   }
-  // At most: one running, one formed and waiting, one queued.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   model_.Release();
   for (auto& caller : callers) caller.join();
-  int exhausted = 0;
-  for (int i = 0; i < 6; ++i) {
-    if (results[i].error_code() != grpc::RESOURCE_EXHAUSTED) continue;
-    ++exhausted;
+  for (int i = 0; i < kCalls; ++i) {
+    if (i < kAdmitted) {
+      EXPECT_TRUE(results[i].ok())
+          << "call " << i << ": " << results[i].error_message();
+      continue;
+    }
+    EXPECT_EQ(results[i].error_code(), grpc::RESOURCE_EXHAUSTED)
+        << "call " << i;
     EXPECT_THAT(results[i].error_message(), HasSubstr("retry after"));
-    EXPECT_FALSE(trailers[i].empty());
+    ASSERT_FALSE(trailers[i].empty()) << "call " << i;
     EXPECT_GT(std::stoll(trailers[i]), 0);
   }
-  EXPECT_GE(exhausted, 3);
+  EXPECT_EQ(refused, kCalls - kAdmitted);
+  EXPECT_EQ(model_.sequences(), kAdmitted);
 }
 
 TEST_F(FakeServiceTest, DrainingRefusesNewCalls) {

@@ -59,6 +59,9 @@ TEST(OpenCallsTest, WaitReturnsWhenTheLastCallEnds) {
   ASSERT_TRUE(calls.Begin());
   calls.StopAccepting();
   std::thread ender([&] {
+    // A sleep on purpose: the call should end while the wait below is
+    // already blocked, so that its wake-up is what is tested (ending first
+    // would pass too, without testing it).
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     calls.End();
   });
