@@ -99,8 +99,8 @@ INSTANTIATE_TEST_SUITE_P(SoftmaxEstimators, KernelConvergenceTest,
                                            Kernel::kFavorPlusPlus,
                                            Kernel::kFavorHyperbolic,
                                            Kernel::kTrigonometric),
-                         [](const testing::TestParamInfo<Kernel>& info) {
-                           std::string name(KernelName(info.param));
+                         [](const testing::TestParamInfo<Kernel>& param_info) {
+                           std::string name(KernelName(param_info.param));
                            for (char& c : name) {
                              if (c == '+') c = 'p';
                            }
