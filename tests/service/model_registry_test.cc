@@ -38,6 +38,7 @@ std::unique_ptr<ServingModel> NewRevision(const std::string& name,
   model->runner = std::move(runner);
   batching::Batcher::Options options;
   options.model_name = name;
+  options.max_batch_requests = 1;  // A second request waits in the queue.
   model->batcher =
       *batching::Batcher::Create(options, model->runner.get(), nullptr);
   model->on_freed = [freed = handle->freed, on = handle->freed_on] {
@@ -81,8 +82,12 @@ TEST(ModelRegistryTest, OldRevisionFinishesItsCallsBeforeItIsFreed) {
   auto done = std::make_shared<absl::Notification>();
   auto status = std::make_shared<absl::Status>(absl::UnknownError("unset"));
   ASSERT_TRUE(Enqueue(held, done, status).ok());
-  held.reset();  // The request's callback holds the revision now.
   ASSERT_TRUE(v1.runner->WaitForRunning(1));
+  // Accepted, still queued behind the running one when the swap comes.
+  auto queued_done = std::make_shared<absl::Notification>();
+  auto queued = std::make_shared<absl::Status>(absl::UnknownError("unset"));
+  ASSERT_TRUE(Enqueue(held, queued_done, queued).ok());
+  held.reset();  // The requests' callbacks hold the revision now.
 
   registry.Install(NewRevision("m", "r2", &v2));
   EXPECT_EQ(registry.num_retiring(), 1);
@@ -92,7 +97,10 @@ TEST(ModelRegistryTest, OldRevisionFinishesItsCallsBeforeItIsFreed) {
 
   v1.runner->Unblock();
   ASSERT_TRUE(done->WaitForNotificationWithTimeout(kTestTimeout));
+  ASSERT_TRUE(queued_done->WaitForNotificationWithTimeout(kTestTimeout));
   EXPECT_TRUE(status->ok()) << *status;
+  EXPECT_TRUE(queued->ok()) << *queued;
+  EXPECT_EQ(v1.runner->num_runs(), 2);
   ASSERT_TRUE(registry.WaitUntilFreed(kTestTimeout));
   EXPECT_TRUE(v1.freed->HasBeenNotified());
   EXPECT_EQ(registry.num_retiring(), 0);
