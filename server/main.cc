@@ -18,9 +18,9 @@
 // answers are sent, and the process exits 0 (shutdown.h: never CANCELLED).
 
 #include <algorithm>
-#include <csignal>
 #include <atomic>
 #include <climits>
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -354,8 +354,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
 int ServeUntilShutdown(favor::ModelReloader* reloader, FavorService* service) {
   const int64_t poll_seconds =
       absl::GetFlag(FLAGS_model_repository_poll_seconds);
-  const absl::Duration poll = poll_seconds > 0 ? absl::Seconds(poll_seconds)
-                                               : absl::InfiniteDuration();
+  const absl::Duration poll =
+      poll_seconds > 0 ? absl::Seconds(poll_seconds) : absl::InfiniteDuration();
   while (true) {
     const int signal = favor::WaitForSignal(poll);
     if (signal != 0 && signal != SIGHUP) return signal;
@@ -398,9 +398,9 @@ absl::Status Run() {
   reloader->set_memory_budget(memory_budget.get());
   options.embed_batching.memory_budget = memory_budget.get();
   ASSIGN_OR_RETURN(auto metrics_http, StartMetricsHttp(metrics.get()));
-  ASSIGN_OR_RETURN(auto service,
-                   FavorService::Create(options, std::move(loaded.models),
-                                        metrics.get()));
+  ASSIGN_OR_RETURN(
+      auto service,
+      FavorService::Create(options, std::move(loaded.models), metrics.get()));
   for (const auto& [name, failure] : loaded.failures) {
     service->RecordLoadFailure(name, failure);
   }

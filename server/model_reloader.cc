@@ -94,10 +94,10 @@ absl::StatusOr<service::FavorService::Servable> ModelReloader::LoadRevision(
   if (budget != nullptr) {
     absl::Status fits = budget->AddWeights(bytes);
     if (!fits.ok()) {
-      return absl::Status(fits.code(),
-                          absl::StrCat("revision ", revision,
-                                       " does not fit beside what serves: ",
-                                       fits.message()));
+      return absl::Status(
+          fits.code(),
+          absl::StrCat("revision ", revision,
+                       " does not fit beside what serves: ", fits.message()));
     }
   }
   if (count_weights) {
@@ -204,8 +204,8 @@ void ModelReloader::RemoveGone(const std::vector<std::string>& names,
       LOG(ERROR) << "event=model_remove_refused model=" << name << " error=\""
                  << removed.message() << "\"";
       service->RecordLoadFailure(
-          name, absl::FailedPreconditionError(absl::StrCat(
-                    "its folder is gone; ", removed.message())));
+          name, absl::FailedPreconditionError(
+                    absl::StrCat("its folder is gone; ", removed.message())));
       it->second.signature = "(gone)";
       ++it;
       continue;

@@ -84,8 +84,7 @@ class ModelReloader {
   // Loads `name` (a revision other than the one serving) and installs it.
   void ReloadFolder(const std::string& name, service::FavorService* service);
   absl::StatusOr<service::FavorService::Servable> LoadRevision(
-      const std::string& name, const std::string& revision,
-      bool count_weights);
+      const std::string& name, const std::string& revision, bool count_weights);
   void RemoveGone(const std::vector<std::string>& names,
                   service::FavorService* service);
   void Fail(const std::string& name, const absl::Status& status,

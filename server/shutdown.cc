@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <csignal>
+#include <cstdint>
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
@@ -56,11 +56,10 @@ int WaitForSignal(absl::Duration timeout) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return 0;
     pollfd ready = {shutdown_pipe[0], POLLIN, 0};
-    const int millis =
-        left == absl::InfiniteDuration()
-            ? -1
-            : static_cast<int>(std::min<int64_t>(
-                  absl::ToInt64Milliseconds(left) + 1, 1 << 30));
+    const int millis = left == absl::InfiniteDuration()
+                           ? -1
+                           : static_cast<int>(std::min<int64_t>(
+                                 absl::ToInt64Milliseconds(left) + 1, 1 << 30));
     if (poll(&ready, 1, millis) <= 0) continue;  // Timeout or EINTR.
     char byte = 0;
     if (read(shutdown_pipe[0], &byte, 1) == 1) return byte;

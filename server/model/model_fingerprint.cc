@@ -58,8 +58,8 @@ class Hasher {
 
  private:
   void Mix(uint64_t word) {
-    state_ = (state_ ^ Finish(word + 0x9e3779b97f4a7c15ULL)) *
-             0xbf58476d1ce4e5b9ULL;
+    state_ =
+        (state_ ^ Finish(word + 0x9e3779b97f4a7c15ULL)) * 0xbf58476d1ce4e5b9ULL;
   }
   static uint64_t Finish(uint64_t x) {
     x ^= x >> 30;
@@ -107,9 +107,8 @@ std::string FolderSignature(const std::string& folder) {
     const fs::path path = fs::path(folder) / file;
     const auto size = fs::file_size(path, error);
     const auto time = fs::last_write_time(path, error);
-    absl::StrAppend(&signature, file.generic_string(), " ",
-                    error ? 0 : size, " ",
-                    error ? 0 : time.time_since_epoch().count(), "\n");
+    absl::StrAppend(&signature, file.generic_string(), " ", error ? 0 : size,
+                    " ", error ? 0 : time.time_since_epoch().count(), "\n");
   }
   return signature;
 }

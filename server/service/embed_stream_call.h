@@ -139,8 +139,8 @@ class EmbedStreamCall final
   std::unique_ptr<Message> writing_ ABSL_GUARDED_BY(mu_);
   // The batchers holding this stream's requests, woken on cancellation.
   // Keyed by address, so that each is kept once.
-  std::map<const batching::Batcher*, std::weak_ptr<batching::Batcher>>
-      batchers_ ABSL_GUARDED_BY(mu_);
+  std::map<const batching::Batcher*, std::weak_ptr<batching::Batcher>> batchers_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace favor::service

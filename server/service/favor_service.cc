@@ -29,7 +29,8 @@ absl::Status ShuttingDownError() {
 
 // The batcher of `entry`, sharing its lease: a call that watches it weakly
 // cannot keep a retired revision alive.
-std::shared_ptr<batching::Batcher> BatcherOf(const ModelRegistry::Lease& entry) {
+std::shared_ptr<batching::Batcher> BatcherOf(
+    const ModelRegistry::Lease& entry) {
   return std::shared_ptr<batching::Batcher>(entry, entry->batcher.get());
 }
 
@@ -120,9 +121,9 @@ absl::StatusOr<std::unique_ptr<ServingModel>> FavorService::NewServingModel(
   ASSIGN_OR_RETURN(entry->batcher,
                    batching::Batcher::Create(batching, entry->runner.get(),
                                              clock_, entry->observer.get()));
-  entry->info = DescribeModel(model->description(), entry->limits,
-                              entry->batcher->options(),
-                              entry->name == default_model_);
+  entry->info =
+      DescribeModel(model->description(), entry->limits,
+                    entry->batcher->options(), entry->name == default_model_);
   entry->info.set_revision(entry->revision);
   return entry;
 }
@@ -513,18 +514,18 @@ absl::Status FavorService::StartTokenize(UnaryCall* call,
   response->set_model(model.name);
   // The request and response live until the call is answered; the task
   // holds the revision (and so `model`) until then.
-  return tokenizer_pool_->Schedule([this, call, &request, &model, response,
-                                    entry = std::move(entry)] {
-    if (call->cancellation()->cancelled()) {
-      call->Answer(absl::CancelledError("the call was cancelled"));
-      return;
-    }
-    const absl::Time start = absl::Now();
-    const absl::Status status =
-        TokenizeTexts(request, *model.tokenizer, response);
-    metrics_->RecordTokenization(model.name, absl::Now() - start);
-    call->Answer(status);
-  });
+  return tokenizer_pool_->Schedule(
+      [this, call, &request, &model, response, entry = std::move(entry)] {
+        if (call->cancellation()->cancelled()) {
+          call->Answer(absl::CancelledError("the call was cancelled"));
+          return;
+        }
+        const absl::Time start = absl::Now();
+        const absl::Status status =
+            TokenizeTexts(request, *model.tokenizer, response);
+        metrics_->RecordTokenization(model.name, absl::Now() - start);
+        call->Answer(status);
+      });
 }
 
 grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*

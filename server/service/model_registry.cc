@@ -145,7 +145,8 @@ void ModelRegistry::FreeLoop() {
       const std::string revision = slot.model->revision;
       absl::AnyInvocable<void()> on_freed = std::move(slot.model->on_freed);
       // Empty by now: every call that reached it held a lease.
-      if (slot.model->batcher) slot.model->batcher->Shutdown(absl::ZeroDuration());
+      if (slot.model->batcher)
+        slot.model->batcher->Shutdown(absl::ZeroDuration());
       slot.model.reset();
       if (on_freed) on_freed();
       LOG(INFO) << "event=model_revision_freed model=" << name

@@ -24,9 +24,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
-#include "absl/synchronization/mutex.h"
 #include "server/batching/batcher.h"
 #include "server/batching/request.h"
 #include "server/metrics/metrics.h"
