@@ -11,6 +11,8 @@
 // (mutual with --tls_client_ca_file) and bearer tokens from
 // --auth_tokens_file; both files are read before the models load and a bad
 // one exits 1. Without them: plaintext, no authentication.
+// SIGHUP (and --model_repository_poll_seconds): reload the repository in
+// place (model_reloader.h; docs/server.md, Reloading models).
 // SIGTERM / SIGINT: health NOT_SERVING, new calls UNAVAILABLE, the batchers
 // drain for at most --drain_timeout_seconds, open streams finish, the
 // answers are sent, and the process exits 0 (shutdown.h: never CANCELLED).
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -49,6 +52,7 @@
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
 #include "server/model/model_repository.h"
+#include "server/model_reloader.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
 #include "server/service/server_credentials.h"
@@ -74,6 +78,9 @@ ABSL_FLAG(int, metrics_port, 9464,
 ABSL_FLAG(std::string, model_repository, "models",
           "folder of models, <repository>/<name>/config.json + "
           "model.safetensors; every sub-folder is loaded");
+ABSL_FLAG(int64_t, model_repository_poll_seconds, 0,
+          "reload --model_repository every this many seconds (new, changed "
+          "and removed models; docs/server.md); 0: only on SIGHUP");
 ABSL_FLAG(std::string, default_model, kService.default_model,
           "model of requests that name none; empty: 'default' if loaded, "
           "else the first by name");
@@ -184,84 +191,46 @@ absl::StatusOr<FavorService::Options> ServiceOptionsFromFlags() {
   return options;
 }
 
-// Loads every model of the repository; fails when none loads.
-absl::StatusOr<std::unique_ptr<favor::model::ModelRepository>> LoadModels() {
-  favor::model::ModelOptions options;
-  options.device = absl::GetFlag(FLAGS_device);
-  ASSIGN_OR_RETURN(options.dtype,
+// The repository's loader and reloader, with the model options of the
+// flags; a dtype this machine cannot run stops start-up with its reason (the
+// CPU's missing instruction sets), not one load failure per model.
+absl::StatusOr<std::unique_ptr<favor::ModelReloader>> NewReloader(
+    favor::metrics::Metrics* metrics) {
+  favor::ModelReloader::Options options;
+  options.repository = absl::GetFlag(FLAGS_model_repository);
+  options.metrics = metrics;
+  options.model.device = absl::GetFlag(FLAGS_device);
+  ASSIGN_OR_RETURN(options.model.dtype,
                    favor::model::ParseComputeDType(absl::GetFlag(FLAGS_dtype)));
-  // A dtype this machine cannot run stops start-up with its reason (the
-  // CPU's missing instruction sets), not one load failure per model.
-  const absl::Status supported = favor::model::ValidateModelOptions(options);
+  const absl::Status supported =
+      favor::model::ValidateModelOptions(options.model);
   if (!supported.ok()) {
     return absl::Status(supported.code(),
-                        absl::StrCat("--device=", options.device,
+                        absl::StrCat("--device=", options.model.device,
                                      " --dtype=", absl::GetFlag(FLAGS_dtype),
                                      ": ", supported.message()));
   }
-  const std::string path = absl::GetFlag(FLAGS_model_repository);
-  ASSIGN_OR_RETURN(auto repository,
-                   favor::model::ModelRepository::Load(path, options));
-  for (const auto& failure : repository->failures()) {
-    LOG(ERROR) << "event=model_load_failed model=" << failure.name
-               << " error=\"" << failure.status.message() << "\"";
-  }
-  for (const std::string& name : repository->ModelNames()) {
-    const favor::model::Model* model = *repository->Find(name);
-    const auto& tokenizer = model->description().tokenizer;
-    LOG(INFO) << "event=model_loaded model=" << name << " version=\""
-              << model->config().version
-              << "\" device=" << model->description().device
-              << " dtype=" << favor::model::NameOf(model->description().dtype)
-              << " parameters=" << model->description().parameter_count
-              << " tokenizer="
-              << (tokenizer ? model->config().tokenizer.file : "none");
-  }
-  if (repository->size() == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("no model loaded from --model_repository=", path, " (",
-                     repository->failures().size(), " failed to load)"));
-  }
-  return repository;
+  return std::make_unique<favor::ModelReloader>(std::move(options));
 }
 
 // One small Embed per model, so that the first client pays no start-up cost.
 absl::Status WarmUp(const std::vector<const favor::model::Model*>& models) {
   for (const favor::model::Model* model : models) {
-    const absl::Time start = absl::Now();
-    const std::vector<int32_t> token_ids = {0};
-    const std::vector<int64_t> offsets = {0, 1};
-    absl::Status status = model->Embed(token_ids, offsets).status();
-    if (!status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat("warm-up of model '", model->name(),
-                                       "': ", status.message()));
-    }
-    LOG(INFO) << "event=model_warmed_up model=" << model->name()
-              << " seconds=" << absl::ToDoubleSeconds(absl::Now() - start);
+    RETURN_IF_ERROR(favor::WarmUpModel(*model));
   }
   return absl::OkStatus();
 }
 
+// Every folder of the repository may label the per-model series, those that
+// fail to load included (a later reload may load them).
 absl::StatusOr<std::unique_ptr<favor::metrics::Metrics>> NewMetrics(
-    const std::vector<const favor::model::Model*>& models) {
+    const std::vector<std::string>& models) {
   favor::metrics::Metrics::Options options;
   // Served by favor::http::MetricsServer (see there why not by
   // prometheus-cpp).
   options.serve_http = false;
-  for (const favor::model::Model* model : models) {
-    options.models.push_back(model->name());
-  }
-  ASSIGN_OR_RETURN(auto metrics, favor::metrics::Metrics::Create(options));
-  for (const favor::model::Model* model : models) {
-    metrics->SetModelInfo(
-        {model->name(), model->config().version,
-         std::string(
-             favor::attention::KernelName(model->config().attention.kernel)),
-         model->description().device,
-         std::string(favor::model::NameOf(model->description().dtype))});
-  }
-  return metrics;
+  options.models = models;
+  return favor::metrics::Metrics::Create(options);
 }
 
 absl::StatusOr<std::unique_ptr<favor::http::MetricsServer>> StartMetricsHttp(
@@ -380,6 +349,22 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
   return server;
 }
 
+// Reloads the repository on SIGHUP and every --model_repository_poll_seconds
+// until SIGTERM or SIGINT, whose number it returns.
+int ServeUntilShutdown(favor::ModelReloader* reloader, FavorService* service) {
+  const int64_t poll_seconds =
+      absl::GetFlag(FLAGS_model_repository_poll_seconds);
+  const absl::Duration poll =
+      poll_seconds > 0 ? absl::Seconds(poll_seconds) : absl::InfiniteDuration();
+  while (true) {
+    const int signal = favor::WaitForSignal(poll);
+    if (signal != 0 && signal != SIGHUP) return signal;
+    LOG(INFO) << "event=model_reload_started reason="
+              << (signal == SIGHUP ? "SIGHUP" : "poll");
+    reloader->Reload(service);
+  }
+}
+
 absl::Status Run() {
   RETURN_IF_ERROR(favor::InstallShutdownSignalHandlers());
   favor::attention::CpuParallelismOptions parallelism;
@@ -393,20 +378,32 @@ absl::Status Run() {
             << " device=" << absl::GetFlag(FLAGS_device);
   ASSIGN_OR_RETURN(auto credentials, CredentialsFromFlags());
   ASSIGN_OR_RETURN(std::vector<std::string> tokens, TokensFromFlags());
-  ASSIGN_OR_RETURN(auto repository, LoadModels());
+  ASSIGN_OR_RETURN(std::vector<std::string> folders,
+                   favor::model::ModelRepository::ListModels(
+                       absl::GetFlag(FLAGS_model_repository)));
+  ASSIGN_OR_RETURN(auto metrics, NewMetrics(folders));
+  // Declared before the service, whose freed revisions call it back.
+  ASSIGN_OR_RETURN(auto reloader, NewReloader(metrics.get()));
+  ASSIGN_OR_RETURN(favor::ModelReloader::Loaded loaded, reloader->LoadAll());
   std::vector<const favor::model::Model*> models;
-  for (const std::string& name : repository->ModelNames()) {
-    models.push_back(*repository->Find(name));
+  std::vector<std::string> names;
+  for (const auto& servable : loaded.models) {
+    models.push_back(servable.model.get());
+    names.push_back(servable.model->name());
   }
   ASSIGN_OR_RETURN(FavorService::Options options, ServiceOptionsFromFlags());
   options.bearer_tokens = std::move(tokens);
-  ASSIGN_OR_RETURN(auto metrics, NewMetrics(models));
   ASSIGN_OR_RETURN(auto memory_budget,
                    MemoryBudgetFromFlags(huge_pages, metrics.get()));
+  reloader->set_memory_budget(memory_budget.get());
   options.embed_batching.memory_budget = memory_budget.get();
   ASSIGN_OR_RETURN(auto metrics_http, StartMetricsHttp(metrics.get()));
-  ASSIGN_OR_RETURN(auto service,
-                   FavorService::Create(options, models, metrics.get()));
+  ASSIGN_OR_RETURN(
+      auto service,
+      FavorService::Create(options, std::move(loaded.models), metrics.get()));
+  for (const auto& [name, failure] : loaded.failures) {
+    service->RecordLoadFailure(name, failure);
+  }
   ASSIGN_OR_RETURN(auto server, StartGrpc(service.get(), credentials));
   ASSIGN_OR_RETURN(auto http_api,
                    favor::StartHttpApi(
@@ -416,10 +413,9 @@ absl::Status Run() {
   RETURN_IF_ERROR(WarmUp(models));
   favor::LogMemoryEstimates(models);
   SetHealth(server.get(), true);
-  LOG(INFO) << "event=serving models="
-            << absl::StrJoin(repository->ModelNames(), ",")
+  LOG(INFO) << "event=serving models=" << absl::StrJoin(names, ",")
             << " default_model=" << service->default_model();
-  const int signal = favor::WaitForShutdownSignal();
+  const int signal = ServeUntilShutdown(reloader.get(), service.get());
   LOG(INFO) << "event=shutdown_started signal=" << signal;
   favor::DrainOptions drain;
   drain.set_not_serving = [&server] { SetHealth(server.get(), false); };

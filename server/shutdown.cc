@@ -1,9 +1,11 @@
 #include "server/shutdown.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
+#include <cstdint>
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
@@ -36,14 +38,32 @@ absl::Status InstallShutdownSignalHandlers() {
   action.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);
   return absl::OkStatus();
 }
 
 int WaitForShutdownSignal() {
-  char byte = 0;
-  while (read(shutdown_pipe[0], &byte, 1) != 1) {
+  int signal = 0;
+  while (signal == 0 || signal == SIGHUP) {
+    signal = WaitForSignal(absl::InfiniteDuration());
   }
-  return byte;
+  return signal;
+}
+
+int WaitForSignal(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return 0;
+    pollfd ready = {shutdown_pipe[0], POLLIN, 0};
+    const int millis = left == absl::InfiniteDuration()
+                           ? -1
+                           : static_cast<int>(std::min<int64_t>(
+                                 absl::ToInt64Milliseconds(left) + 1, 1 << 30));
+    if (poll(&ready, 1, millis) <= 0) continue;  // Timeout or EINTR.
+    char byte = 0;
+    if (read(shutdown_pipe[0], &byte, 1) == 1) return byte;
+  }
 }
 
 void DrainAndExit(DrainOptions options) {

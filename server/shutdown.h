@@ -13,13 +13,19 @@
 
 namespace favor {
 
-// Installs handlers that turn SIGTERM and SIGINT into a byte on a pipe, so
-// that the signal is seen whichever thread it lands on (libraries start
-// threads before main()).
+// Installs handlers that turn SIGTERM, SIGINT and SIGHUP (reload the model
+// repository) into a byte on a pipe, so that the signal is seen whichever
+// thread it lands on (libraries start threads before main()), and acted on
+// by the thread that reads the pipe, never inside the handler.
 absl::Status InstallShutdownSignalHandlers();
 
-// Blocks until SIGTERM or SIGINT; returns its number.
+// Blocks until SIGTERM or SIGINT; returns its number. SIGHUPs are skipped.
 int WaitForShutdownSignal();
+
+// Blocks until SIGTERM, SIGINT or SIGHUP, or for at most `timeout`
+// (absl::InfiniteDuration(): none); returns the signal's number, 0 on
+// timeout.
+int WaitForSignal(absl::Duration timeout);
 
 struct DrainOptions {
   // Health NOT_SERVING (gRPC health and HTTP GET /health).

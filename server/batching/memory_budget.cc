@@ -27,6 +27,33 @@ MemoryBudget::MemoryBudget(Options options)
       resident_bytes_(options.resident_bytes),
       on_change_(std::move(options.on_change)) {}
 
+int64_t MemoryBudget::resident_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return resident_bytes_;
+}
+
+absl::Status MemoryBudget::AddWeights(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  const int64_t free_bytes = max_bytes_ - resident_bytes_ - reserved_bytes_;
+  if (bytes > free_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "weights of ", bytes, " bytes do not fit in the memory budget of ",
+        max_bytes_, " bytes (--max_memory_bytes): ", resident_bytes_,
+        " resident, ", reserved_bytes_, " reserved by batches, ", free_bytes,
+        " free"));
+  }
+  resident_bytes_ += bytes;
+  return absl::OkStatus();
+}
+
+void MemoryBudget::RemoveWeights(int64_t bytes) {
+  {
+    absl::MutexLock lock(&mu_);
+    resident_bytes_ -= bytes;
+  }
+  NotifyListeners();
+}
+
 int64_t MemoryBudget::reserved_bytes() const {
   absl::MutexLock lock(&mu_);
   return reserved_bytes_;
@@ -35,7 +62,7 @@ int64_t MemoryBudget::reserved_bytes() const {
 int64_t MemoryBudget::Reserve(
     absl::FunctionRef<int64_t(int64_t available_bytes)> choose) {
   absl::MutexLock lock(&mu_);
-  const int64_t available = batch_capacity_bytes() - reserved_bytes_;
+  const int64_t available = max_bytes_ - resident_bytes_ - reserved_bytes_;
   const int64_t bytes = choose(available);
   CHECK(bytes >= 0 && bytes <= std::max<int64_t>(available, 0))
       << "MemoryBudget::Reserve: chose " << bytes << " of " << available;
@@ -54,6 +81,10 @@ void MemoryBudget::Release(int64_t bytes) {
     reserved_bytes_ -= bytes;
     if (on_change_) on_change_(reserved_bytes_);
   }
+  NotifyListeners();
+}
+
+void MemoryBudget::NotifyListeners() {
   absl::MutexLock lock(&listeners_mu_);
   for (auto& [id, listener] : listeners_) listener();
 }

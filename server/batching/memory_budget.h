@@ -51,9 +51,11 @@ class MemoryBudget {
   MemoryBudget& operator=(const MemoryBudget&) = delete;
 
   int64_t max_bytes() const { return max_bytes_; }
-  int64_t resident_bytes() const { return resident_bytes_; }
+  // Counted once: Options.resident_bytes plus the weights added since
+  // (AddWeights), less those removed.
+  int64_t resident_bytes() const;
   // What the batches in flight may hold together.
-  int64_t batch_capacity_bytes() const { return max_bytes_ - resident_bytes_; }
+  int64_t batch_capacity_bytes() const { return max_bytes_ - resident_bytes(); }
   // Held by the batches in flight now.
   int64_t reserved_bytes() const;
 
@@ -65,6 +67,16 @@ class MemoryBudget {
   // Gives back `bytes` from an earlier Reserve, then tells every listener.
   void Release(int64_t bytes);
 
+  // A model reload (docs/server.md, Reloading models): a new revision's
+  // weights are counted as resident from before it serves until it is
+  // freed, beside the revision it replaces until that one is freed.
+  // AddWeights is RESOURCE_EXHAUSTED, naming the numbers, when `bytes` do
+  // not fit in what is free now (neither resident nor reserved by a
+  // batch); nothing is counted then. RemoveWeights gives `bytes` back and
+  // tells every listener. Batches formed meanwhile have less room.
+  absl::Status AddWeights(int64_t bytes);
+  void RemoveWeights(int64_t bytes);
+
   // Runs `listener` after every Release() until RemoveListener(id); the id
   // is returned. RemoveListener waits for a listener that is running.
   int AddListener(absl::AnyInvocable<void()> listener);
@@ -73,9 +85,11 @@ class MemoryBudget {
  private:
   explicit MemoryBudget(Options options);
 
+  void NotifyListeners();
+
   const int64_t max_bytes_;
-  const int64_t resident_bytes_;
   mutable absl::Mutex mu_;
+  int64_t resident_bytes_ ABSL_GUARDED_BY(mu_);
   int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::AnyInvocable<void(int64_t)> on_change_ ABSL_GUARDED_BY(mu_);
   // Held while listeners run, so that one is never removed (and its batcher

@@ -59,6 +59,11 @@ inline constexpr absl::string_view kMemoryReservedBytes =
 inline constexpr absl::string_view kModelInfo = "favor_model_info";
 
 // ---- Counters ----
+// Loads of a model folder that failed (start-up or reload; whatever served
+// kept serving): {model}, the folder's name. Folder names come from the
+// repository, not from requests, so they are few.
+inline constexpr absl::string_view kModelLoadFailuresTotal =
+    "favor_model_load_failures_total";
 // Answered calls: {model, method, code}.
 inline constexpr absl::string_view kRequestsTotal = "favor_requests_total";
 // Answered HTTP requests, refused ones included: {route, code}. The service

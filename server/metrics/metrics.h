@@ -132,6 +132,10 @@ class Metrics {
     std::string device;  // "cpu", "cuda:0"
     std::string dtype;   // compute dtype ("float32", "bfloat16")
   };
+  // Counts one failed load of the model folder `model` in
+  // favor_model_load_failures_total{model}. Not for the request path.
+  virtual void RecordModelLoadFailure(absl::string_view model) {}
+
   // Publishes favor_model_info{model, version, kernel, device, dtype} = 1,
   // replacing the model's earlier info series. Not for the request path.
   virtual void SetModelInfo(const ModelInfoLabels& info) = 0;

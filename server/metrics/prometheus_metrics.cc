@@ -203,6 +203,9 @@ void PrometheusMetrics::BuildFamilies() {
   f.requests = counter(kRequestsTotal, "Answered calls, by code.");
   f.tokens_processed =
       counter(kTokensProcessedTotal, "Tokens computed successfully.");
+  load_failures_family_ =
+      counter(kModelLoadFailuresTotal,
+              "Failed loads of a model folder; what served kept serving.");
 }
 
 // Called by Build(), inside its try block.
@@ -389,6 +392,23 @@ void PrometheusMetrics::SetMemoryBudget(int64_t budget_bytes,
 
 void PrometheusMetrics::SetMemoryReserved(int64_t reserved_bytes) {
   memory_reserved_->Set(static_cast<double>(reserved_bytes));
+}
+
+void PrometheusMetrics::RecordModelLoadFailure(absl::string_view model) {
+  absl::MutexLock lock(&load_failures_mutex_);
+  auto it = load_failures_.find(model);
+  if (it == load_failures_.end()) {
+    try {
+      Counter* counter = &load_failures_family_->Add(
+          {{Text(kModelLabel), std::string(model)}});
+      it = load_failures_.emplace(std::string(model), counter).first;
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "metrics: cannot count the load failure of " << model
+                 << ": " << e.what();
+      return;
+    }
+  }
+  it->second->Increment();
 }
 
 void PrometheusMetrics::SetModelInfo(const ModelInfoLabels& info) {

@@ -58,6 +58,7 @@ class PrometheusMetrics final : public Metrics {
   void SetMemoryBudget(int64_t budget_bytes, int64_t resident_bytes) override;
   void SetMemoryReserved(int64_t reserved_bytes) override;
   void SetModelInfo(const ModelInfoLabels& info) override;
+  void RecordModelLoadFailure(absl::string_view model) override;
   std::string SerializeText() const override;
 
   // Implementation details follow.
@@ -95,6 +96,11 @@ class PrometheusMetrics final : public Metrics {
   prometheus::Gauge* memory_resident_ = nullptr;
   prometheus::Gauge* memory_reserved_ = nullptr;
   std::unique_ptr<HttpSeries> http_;
+
+  absl::Mutex load_failures_mutex_;
+  prometheus::Family<prometheus::Counter>* load_failures_family_ = nullptr;
+  absl::flat_hash_map<std::string, prometheus::Counter*> load_failures_
+      ABSL_GUARDED_BY(load_failures_mutex_);
 
   absl::Mutex model_info_mutex_;
   absl::flat_hash_map<std::string, prometheus::Gauge*> model_info_

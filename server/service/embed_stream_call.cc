@@ -1,7 +1,9 @@
 #include "server/service/embed_stream_call.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/batching/retry_hint.h"
@@ -159,10 +161,16 @@ absl::Status EmbedStreamCall::Start(const v1::EmbedStreamRequest& in,
         deadline, message->start + absl::Microseconds(in.timeout_micros()));
   }
   auto on_model = [this, message](absl::string_view model,
-                                  batching::Batcher* batcher) {
+                                  std::weak_ptr<batching::Batcher> batcher) {
     message->model = std::string(model);
     absl::MutexLock lock(&mu_);
-    batchers_.insert(batcher);
+    // Drop the batchers of revisions freed since (a long stream across
+    // many reloads keeps a bounded map).
+    for (auto it = batchers_.begin(); it != batchers_.end();) {
+      it = it->second.expired() ? batchers_.erase(it) : std::next(it);
+    }
+    const batching::Batcher* key = batcher.lock().get();
+    batchers_.emplace(key, std::move(batcher));
     // Cancelled before its inputs are enqueued: they are refused at once.
     if (StreamStopped(state_)) message->cancellation->Cancel();
   };
@@ -189,13 +197,15 @@ void EmbedStreamCall::Complete(Message* message, const absl::Status& status) {
 // Drops the active messages' queued work: sets their flags and wakes the
 // batchers that hold it.
 void EmbedStreamCall::Cancel() {
-  std::set<batching::Batcher*> batchers;
+  std::vector<std::shared_ptr<batching::Batcher>> batchers;
   {
     absl::MutexLock lock(&mu_);
     for (auto& [message, owned] : active_) message->cancellation->Cancel();
-    batchers = batchers_;
+    for (auto& [key, batcher] : batchers_) {
+      if (auto live = batcher.lock()) batchers.push_back(std::move(live));
+    }
   }
-  for (batching::Batcher* batcher : batchers) batcher->NotifyCancelled();
+  for (auto& batcher : batchers) batcher->NotifyCancelled();
 }
 
 // Messages read and not yet written: what backpressure counts.

@@ -57,9 +57,10 @@ class EmbedStreamCall final
   class Service {
    public:
     // Called with the model a call resolved to and the batcher its inputs
-    // go to, before any input is enqueued.
-    using OnModel =
-        absl::FunctionRef<void(absl::string_view model, batching::Batcher*)>;
+    // go to, before any input is enqueued. Keep the batcher weakly: a
+    // reload frees it once the calls that hold its revision are answered.
+    using OnModel = absl::FunctionRef<void(
+        absl::string_view model, std::weak_ptr<batching::Batcher> batcher)>;
 
     virtual ~Service() = default;
 
@@ -137,7 +138,9 @@ class EmbedStreamCall final
   std::deque<std::unique_ptr<Message>> to_write_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Message> writing_ ABSL_GUARDED_BY(mu_);
   // The batchers holding this stream's requests, woken on cancellation.
-  std::set<batching::Batcher*> batchers_ ABSL_GUARDED_BY(mu_);
+  // Keyed by address, so that each is kept once.
+  std::map<const batching::Batcher*, std::weak_ptr<batching::Batcher>> batchers_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace favor::service

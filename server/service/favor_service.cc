@@ -1,6 +1,8 @@
 #include "server/service/favor_service.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +25,13 @@ namespace {
 absl::Status ShuttingDownError() {
   return absl::UnavailableError(
       "server is shutting down; retry on another replica");
+}
+
+// The batcher of `entry`, sharing its lease: a call that watches it weakly
+// cannot keep a retired revision alive.
+std::shared_ptr<batching::Batcher> BatcherOf(
+    const ModelRegistry::Lease& entry) {
+  return std::shared_ptr<batching::Batcher>(entry, entry->batcher.get());
 }
 
 batching::Priority PriorityOf(v1::Priority priority) {
@@ -50,76 +59,6 @@ FavorService::FavorService(const Options& options, metrics::Metrics* metrics,
       metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
       clock_(clock != nullptr ? clock : batching::RealClock::Get()) {}
 
-absl::StatusOr<std::unique_ptr<FavorService>> FavorService::Create(
-    const Options& options, const std::vector<const model::Model*>& models,
-    metrics::Metrics* metrics, batching::Clock* clock) {
-  if (models.empty()) {
-    return absl::InvalidArgumentError("FavorService needs at least one model");
-  }
-  if (options.max_inputs_per_call < 1 || options.max_tokens_per_call < 1 ||
-      options.max_stream_messages_in_flight < 1 ||
-      options.max_text_bytes_per_call < 1 || options.max_spans_per_input < 0) {
-    return absl::InvalidArgumentError(
-        "FavorService::Options: max_inputs_per_call, max_tokens_per_call, "
-        "max_stream_messages_in_flight and max_text_bytes_per_call must be "
-        ">= 1, max_spans_per_input >= 0");
-  }
-  std::unique_ptr<FavorService> service(
-      new FavorService(options, metrics, clock));
-  for (const model::Model* model : models) {
-    RETURN_IF_ERROR(service->AddModel(model));
-  }
-  RETURN_IF_ERROR(service->ChooseDefaultModel());
-  RETURN_IF_ERROR(service->StartAttendBatcher());
-  RETURN_IF_ERROR(service->StartTokenizerPool());
-  return service;
-}
-
-absl::Status FavorService::AddModel(const model::Model* model) {
-  if (models_.count(model->name()) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("two models are named '", model->name(), "'"));
-  }
-  auto entry = std::make_unique<ModelEntry>();
-  entry->model = model;
-  EmbedLimits call_limits;
-  call_limits.max_inputs_per_call = options_.max_inputs_per_call;
-  call_limits.max_tokens_per_call = options_.max_tokens_per_call;
-  call_limits.max_text_bytes_per_call = options_.max_text_bytes_per_call;
-  call_limits.max_spans_per_input = options_.max_spans_per_input;
-  entry->limits = LimitsFor(model->description(), call_limits);
-  entry->runner = std::make_unique<EmbedRunner>(model, clock_);
-  entry->observer =
-      std::make_unique<metrics::BatcherMetrics>(metrics_, model->name());
-  batching::Batcher::Options batching = options_.embed_batching;
-  batching.model_name = model->name();
-  batching.batch_memory_overhead_bytes =
-      model::EstimateBatchOverheadBytes(model->description().memory);
-  ASSIGN_OR_RETURN(entry->batcher,
-                   batching::Batcher::Create(batching, entry->runner.get(),
-                                             clock_, entry->observer.get()));
-  models_[model->name()] = std::move(entry);
-  return absl::OkStatus();
-}
-
-absl::Status FavorService::ChooseDefaultModel() {
-  default_model_ = options_.default_model;
-  if (default_model_.empty()) {
-    default_model_ =
-        models_.count("default") != 0 ? "default" : models_.begin()->first;
-  }
-  if (models_.count(default_model_) == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("default_model '", default_model_, "' is not loaded"));
-  }
-  for (auto& [name, entry] : models_) {
-    const batching::Batcher::Options& batching = entry->batcher->options();
-    entry->info = DescribeModel(entry->model->description(), entry->limits,
-                                batching, name == default_model_);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status FavorService::StartAttendBatcher() {
   attend_runner_ = std::make_unique<AttendRunner>(clock_);
   ASSIGN_OR_RETURN(attend_batcher_,
@@ -146,9 +85,9 @@ void FavorService::Shutdown(absl::Duration drain_timeout) {
   const absl::Time deadline = clock_->Now() + drain_timeout;
   // Tokenising calls finish first: they enqueue into the batchers.
   if (tokenizer_pool_ != nullptr) tokenizer_pool_->Shutdown();
-  for (auto& [name, entry] : models_) {
-    entry->batcher->Shutdown(
-        std::max(deadline - clock_->Now(), absl::ZeroDuration()));
+  // Retired revisions still finishing their calls drain too.
+  for (batching::Batcher* batcher : registry_.StopFreeing()) {
+    batcher->Shutdown(std::max(deadline - clock_->Now(), absl::ZeroDuration()));
   }
   if (attend_batcher_ != nullptr) {
     attend_batcher_->Shutdown(
@@ -163,15 +102,9 @@ bool FavorService::WaitForOpenCalls(absl::Duration timeout) {
   return open_calls_.WaitUntilNoneOpen(timeout);
 }
 
-absl::StatusOr<FavorService::ModelEntry*> FavorService::FindModel(
-    absl::string_view name) {
-  if (name.empty()) name = default_model_;
-  auto it = models_.find(name);
-  if (it != models_.end()) return it->second.get();
-  std::vector<std::string> names;
-  for (const auto& [model_name, entry] : models_) names.push_back(model_name);
-  return absl::NotFoundError(absl::StrCat(
-      "model '", name, "' not found; models: ", absl::StrJoin(names, ", ")));
+absl::StatusOr<FavorService::Lease> FavorService::FindModel(
+    absl::string_view name) const {
+  return registry_.Find(name.empty() ? default_model_ : name);
 }
 
 absl::Status FavorService::CheckServing() const {
@@ -195,9 +128,9 @@ grpc::ServerUnaryReactor* FavorService::Embed(
     v1::EmbedResponse* response) {
   return StartUnary(context, metrics::kMethodEmbed, [&](UnaryCall* call) {
     auto on_model = [call](absl::string_view model,
-                           batching::Batcher* batcher) {
+                           std::weak_ptr<batching::Batcher> batcher) {
       call->set_model(model);
-      call->WatchBatcher(batcher);
+      call->WatchBatcher(std::move(batcher));
     };
     return StartEmbed(
         *request, call->deadline(), call->cancellation(), on_model,
@@ -219,12 +152,12 @@ absl::Status FavorService::StartEmbed(
   prepared.priority = PriorityOf(request.priority());
   if (!HasText(request)) {
     RETURN_IF_ERROR(PrepareEmbed(request, &prepared, response));
-    on_model(model.name, prepared.entry->batcher.get());
+    on_model(model.name, BatcherOf(prepared.entry));
     EnqueueEmbed(std::move(prepared), deadline, std::move(cancellation),
                  std::move(done), response);
     return absl::OkStatus();
   }
-  on_model(model.name, prepared.entry->batcher.get());
+  on_model(model.name, BatcherOf(prepared.entry));
   // The task owns a copy: a stream's request is its read buffer, reused as
   // soon as this returns.
   auto task = [this, owned = std::make_shared<v1::EmbedRequest>(request),
@@ -246,6 +179,7 @@ absl::Status FavorService::PrepareEmbed(const v1::EmbedRequest& request,
                          model.tokenizer.get()));
   response->set_model(model.name);
   response->set_model_version(model.config.version);
+  response->set_model_revision(prepared->entry->revision);
   int64_t num_tokens = 0;
   for (const PreparedInput& input : prepared->inputs) {
     v1::Embedding* embedding = response->add_embeddings();
@@ -280,7 +214,7 @@ void FavorService::RunTextEmbed(
 }
 
 bool FavorService::EnqueueWork(
-    ModelEntry* entry, const PreparedEmbed& prepared,
+    const Lease& entry, const PreparedEmbed& prepared,
     std::shared_ptr<EmbedWork> work, absl::Time deadline,
     const std::shared_ptr<batching::CancellationFlag>& cancellation,
     absl::AnyInvocable<void(const EmbedWork&, absl::Status)> on_done) {
@@ -306,7 +240,7 @@ bool FavorService::EnqueueWork(
 }
 
 bool FavorService::EnqueueInput(
-    ModelEntry* entry, const PreparedEmbed& prepared, PreparedInput input,
+    const Lease& entry, const PreparedEmbed& prepared, PreparedInput input,
     const std::shared_ptr<EmbedGather>& gather, int index, absl::Time deadline,
     const std::shared_ptr<batching::CancellationFlag>& cancellation) {
   auto work = std::make_shared<EmbedWork>();
@@ -320,7 +254,7 @@ bool FavorService::EnqueueInput(
 }
 
 bool FavorService::EnqueueWindows(
-    ModelEntry* entry, const PreparedEmbed& prepared,
+    const Lease& entry, const PreparedEmbed& prepared,
     const PreparedInput& input, const std::shared_ptr<EmbedGather>& gather,
     int index, absl::Time deadline,
     const std::shared_ptr<batching::CancellationFlag>& cancellation) {
@@ -350,7 +284,7 @@ void FavorService::EnqueueEmbed(
     PreparedEmbed prepared, absl::Time deadline,
     std::shared_ptr<batching::CancellationFlag> cancellation,
     absl::AnyInvocable<void(absl::Status)> done, v1::EmbedResponse* response) {
-  ModelEntry* entry = prepared.entry;
+  const Lease entry = prepared.entry;
   const int num_inputs = static_cast<int>(prepared.inputs.size());
   auto gather = std::make_shared<EmbedGather>(
       std::move(done), cancellation, entry->batcher.get(), response, num_inputs,
@@ -370,7 +304,7 @@ void FavorService::EnqueueEmbed(
   RecordQueueDepth(*entry);
 }
 
-void FavorService::RecordQueueDepth(const ModelEntry& entry) const {
+void FavorService::RecordQueueDepth(const ServingModel& entry) const {
   metrics_->SetQueueDepth(entry.model->name(),
                           entry.batcher->NumQueuedRequests());
 }
@@ -404,7 +338,7 @@ absl::Status FavorService::StartAttend(UnaryCall* call,
   queued->deadline = call->deadline();
   queued->cancellation = call->cancellation();
   queued->payload = work;
-  call->WatchBatcher(attend_batcher_.get());
+  call->WatchBatcher(attend_batcher_);
   // Whatever Enqueue returns, the done callback has answered or will answer.
   attend_batcher_->Enqueue(std::move(queued)).IgnoreError();
   return absl::OkStatus();
@@ -414,8 +348,15 @@ grpc::ServerUnaryReactor* FavorService::ListModels(
     grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
     v1::ListModelsResponse* response) {
   return StartUnary(context, metrics::kMethodListModels, [&](UnaryCall* call) {
-    for (const auto& [name, entry] : models_) {
-      *response->add_models() = entry->info;
+    const std::map<std::string, absl::Status> failures = registry_.Failures();
+    for (const Lease& entry : registry_.Serving()) {
+      *response->add_models() = InfoOf(*entry);
+    }
+    for (const auto& [name, failure] : failures) {
+      if (registry_.Contains(name)) continue;
+      v1::ModelLoadFailure* failed = response->add_failed_models();
+      failed->set_name(name);
+      failed->set_error(std::string(failure.message()));
     }
     response->set_default_model(default_model_);
     call->Answer(absl::OkStatus());
@@ -427,9 +368,9 @@ grpc::ServerUnaryReactor* FavorService::GetModel(
     grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
     v1::GetModelResponse* response) {
   return StartUnary(context, metrics::kMethodGetModel, [&](UnaryCall* call) {
-    ASSIGN_OR_RETURN(ModelEntry * entry, FindModel(request->model()));
-    call->set_model(entry->model->name());
-    *response->mutable_model() = entry->info;
+    ASSIGN_OR_RETURN(const Lease entry, FindModel(request->model()));
+    call->set_model(entry->name);
+    *response->mutable_model() = InfoOf(*entry);
     call->Answer(absl::OkStatus());
     return absl::OkStatus();
   });
@@ -446,23 +387,25 @@ grpc::ServerUnaryReactor* FavorService::Tokenize(
 absl::Status FavorService::StartTokenize(UnaryCall* call,
                                          const v1::TokenizeRequest& request,
                                          v1::TokenizeResponse* response) {
-  ASSIGN_OR_RETURN(ModelEntry * entry, FindModel(request.model()));
+  ASSIGN_OR_RETURN(Lease entry, FindModel(request.model()));
   const model::ModelDescription& model = entry->model->description();
   call->set_model(model.name);
   RETURN_IF_ERROR(CheckTokenizeRequest(request, model, entry->limits));
   response->set_model(model.name);
-  // The request and response live until the call is answered.
-  return tokenizer_pool_->Schedule([this, call, &request, &model, response] {
-    if (call->cancellation()->cancelled()) {
-      call->Answer(absl::CancelledError("the call was cancelled"));
-      return;
-    }
-    const absl::Time start = absl::Now();
-    const absl::Status status =
-        TokenizeTexts(request, *model.tokenizer, response);
-    metrics_->RecordTokenization(model.name, absl::Now() - start);
-    call->Answer(status);
-  });
+  // The request and response live until the call is answered; the task
+  // holds the revision (and so `model`) until then.
+  return tokenizer_pool_->Schedule(
+      [this, call, &request, &model, response, entry = std::move(entry)] {
+        if (call->cancellation()->cancelled()) {
+          call->Answer(absl::CancelledError("the call was cancelled"));
+          return;
+        }
+        const absl::Time start = absl::Now();
+        const absl::Status status =
+            TokenizeTexts(request, *model.tokenizer, response);
+        metrics_->RecordTokenization(model.name, absl::Now() - start);
+        call->Answer(status);
+      });
 }
 
 grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*

@@ -18,6 +18,12 @@
 // GetModel answer at once from the models' descriptions and the limits in
 // Options.
 //
+// Reloading (docs/server.md, Reloading models): the models live in a
+// ModelRegistry (model_registry.h). A call looks its model up once and
+// holds that revision until it is answered; InstallModel() and
+// RemoveModel() swap revisions in place, and a replaced revision finishes
+// the calls it has accepted before it is freed.
+//
 // Draining (docs/server.md, Shutdown): after StartDraining() every new call,
 // stream and stream message is answered UNAVAILABLE; Shutdown() also drains
 // the batchers (queued work still runs, until the drain timeout), then tells
@@ -54,7 +60,9 @@
 #include "server/service/embed_runner.h"
 #include "server/service/embed_stream_call.h"
 #include "server/service/embed_validation.h"
+#include "server/service/model_registry.h"
 #include "server/service/open_calls.h"
+#include "server/service/serving_model.h"
 #include "server/service/task_pool.h"
 
 namespace favor::service {
@@ -109,13 +117,41 @@ class FavorService final : public v1::Favor::CallbackService,
     std::vector<std::string> bearer_tokens;
   };
 
+  // A model to serve: its revision (model_fingerprint.h; may be empty) and
+  // what to run once that revision is freed (may be empty).
+  struct Servable {
+    std::shared_ptr<const model::Model> model;  // Not null.
+    std::string revision;
+    absl::AnyInvocable<void()> on_freed;
+  };
+
   // Starts one Batcher per model and the Attend batcher. `models` (at least
   // one, distinct names), `metrics` (null: metrics::Metrics::Noop()) and
   // `clock` (null: RealClock) must outlive the service. INVALID_ARGUMENT for
-  // bad options or an unknown default_model.
+  // bad options or an unknown default_model. The default model is chosen
+  // here, once.
+  static absl::StatusOr<std::unique_ptr<FavorService>> Create(
+      const Options& options, std::vector<Servable> models,
+      metrics::Metrics* metrics, batching::Clock* clock = nullptr);
+  // The same over models that the caller owns (no revision).
   static absl::StatusOr<std::unique_ptr<FavorService>> Create(
       const Options& options, const std::vector<const model::Model*>& models,
       metrics::Metrics* metrics, batching::Clock* clock = nullptr);
+
+  // Serves `model` under its name from now on (a new model, or a new
+  // revision beside the old one, which finishes the calls it has accepted
+  // and is then freed). The model should be warmed up already: calls reach
+  // it as soon as this returns. INVALID_ARGUMENT when its batcher cannot
+  // start.
+  absl::Status InstallModel(Servable model);
+  // Stops serving `name`; its calls in flight finish first. NOT_FOUND when
+  // none serves; FAILED_PRECONDITION for the default model, which keeps
+  // serving (requests that name no model would fail).
+  absl::Status RemoveModel(absl::string_view name);
+  // Why the latest load of `name` failed: GetModel and ListModels show it;
+  // whatever serves `name` keeps serving.
+  void RecordLoadFailure(absl::string_view name, const absl::Status& status);
+  const ModelRegistry& registry() const { return registry_; }
 
   ~FavorService() override;  // Shutdown(absl::ZeroDuration())
   FavorService(const FavorService&) = delete;
@@ -159,19 +195,15 @@ class FavorService final : public v1::Favor::CallbackService,
 
   // Implementation details follow.
  private:
-  struct ModelEntry {
-    const model::Model* model = nullptr;
-    EmbedLimits limits;
-    v1::ModelInfo info;
-    std::unique_ptr<EmbedRunner> runner;
-    std::unique_ptr<metrics::BatcherMetrics> observer;
-    std::unique_ptr<batching::Batcher> batcher;  // last: destroyed first
-  };
+  using Lease = ModelRegistry::Lease;
 
   FavorService(const Options& options, metrics::Metrics* metrics,
                batching::Clock* clock);
-  absl::Status AddModel(const model::Model* model);
-  absl::Status ChooseDefaultModel();
+  absl::StatusOr<std::unique_ptr<ServingModel>> NewServingModel(
+      Servable servable) const;
+  absl::Status ChooseDefaultModel(const std::vector<Servable>& models);
+  // What GetModel says of `model` now: its info and its load error.
+  v1::ModelInfo InfoOf(const ServingModel& model) const;
   absl::Status StartAttendBatcher();
   absl::Status StartTokenizerPool();
 
@@ -182,7 +214,9 @@ class FavorService final : public v1::Favor::CallbackService,
   grpc::ServerUnaryReactor* StartUnary(grpc::CallbackServerContext* context,
                                        absl::string_view method, Start start);
 
-  absl::StatusOr<ModelEntry*> FindModel(absl::string_view name);
+  // The revision serving `name` ("": the default model) now; the call
+  // holds it until it is answered.
+  absl::StatusOr<Lease> FindModel(absl::string_view name) const;
 
   // EmbedStreamCall::Service, also the unary Embed's path.
   absl::Status CheckServing() const override;
@@ -194,7 +228,7 @@ class FavorService final : public v1::Favor::CallbackService,
 
   // An Embed call checked and resolved, ready for EnqueueEmbed.
   struct PreparedEmbed {
-    ModelEntry* entry = nullptr;
+    Lease entry;
     std::vector<PreparedInput> inputs;
     ResolvedEmbedOptions options;
     batching::Priority priority = batching::Priority::kNormal;
@@ -220,23 +254,23 @@ class FavorService final : public v1::Favor::CallbackService,
   // pools them); false when the batcher refused one, whose answer then
   // reached `gather`.
   bool EnqueueInput(
-      ModelEntry* entry, const PreparedEmbed& prepared, PreparedInput input,
+      const Lease& entry, const PreparedEmbed& prepared, PreparedInput input,
       const std::shared_ptr<EmbedGather>& gather, int index,
       absl::Time deadline,
       const std::shared_ptr<batching::CancellationFlag>& cancellation);
   bool EnqueueWindows(
-      ModelEntry* entry, const PreparedEmbed& prepared,
+      const Lease& entry, const PreparedEmbed& prepared,
       const PreparedInput& input, const std::shared_ptr<EmbedGather>& gather,
       int index, absl::Time deadline,
       const std::shared_ptr<batching::CancellationFlag>& cancellation);
   // Enqueues one input's (or window's) work; false when the batcher refused
   // it (and so answered `on_done`).
   bool EnqueueWork(
-      ModelEntry* entry, const PreparedEmbed& prepared,
+      const Lease& entry, const PreparedEmbed& prepared,
       std::shared_ptr<EmbedWork> work, absl::Time deadline,
       const std::shared_ptr<batching::CancellationFlag>& cancellation,
       absl::AnyInvocable<void(const EmbedWork&, absl::Status)> on_done);
-  void RecordQueueDepth(const ModelEntry& entry) const;
+  void RecordQueueDepth(const ServingModel& entry) const;
   absl::Status StartAttend(UnaryCall* call, const v1::AttendRequest& request,
                            v1::AttendResponse* response);
   absl::Status StartTokenize(UnaryCall* call,
@@ -249,10 +283,10 @@ class FavorService final : public v1::Favor::CallbackService,
   // Counts the calls accepted and switches acceptance off (draining).
   OpenCalls open_calls_;
   std::string default_model_;
-  // Built by Create(), read-only afterwards.
-  std::map<std::string, std::unique_ptr<ModelEntry>, std::less<>> models_;
+  ModelRegistry registry_;
   std::unique_ptr<AttendRunner> attend_runner_;
-  std::unique_ptr<batching::Batcher> attend_batcher_;
+  // Shared so that calls can watch it weakly, as they do the models' ones.
+  std::shared_ptr<batching::Batcher> attend_batcher_;
   // Last: shut down, and destroyed, before the batchers its tasks enqueue
   // into.
   std::unique_ptr<TaskPool> tokenizer_pool_;

@@ -35,9 +35,18 @@ void UnaryCall::Answer(const absl::Status& status) {
   Finish(ToGrpcStatus(status, context_));
 }
 
+void UnaryCall::WatchBatcher(std::weak_ptr<batching::Batcher> batcher) {
+  absl::MutexLock lock(&batcher_mu_);
+  batcher_ = std::move(batcher);
+}
+
 void UnaryCall::OnCancel() {
   cancellation_->Cancel();
-  batching::Batcher* batcher = batcher_.load();
+  std::shared_ptr<batching::Batcher> batcher;
+  {
+    absl::MutexLock lock(&batcher_mu_);
+    batcher = batcher_.lock();
+  }
   if (batcher != nullptr) batcher->NotifyCancelled();
 }
 

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/batching/batcher.h"
@@ -49,7 +50,9 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // The model label of the call's metrics; set before the work starts.
   void set_model(absl::string_view model) { model_ = std::string(model); }
   // The batcher to wake on cancellation; set before enqueueing into it.
-  void WatchBatcher(batching::Batcher* batcher) { batcher_.store(batcher); }
+  // Weak: a reload may free the batcher of a revision once this call is
+  // answered, and gRPC may report a cancellation after that.
+  void WatchBatcher(std::weak_ptr<batching::Batcher> batcher);
 
   const std::shared_ptr<batching::CancellationFlag>& cancellation() const {
     return cancellation_;
@@ -75,7 +78,8 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // Reset when the call is answered, not when gRPC lets the reactor go.
   std::optional<metrics::Metrics::InFlightGuard> in_flight_;
   std::shared_ptr<batching::CancellationFlag> cancellation_;
-  std::atomic<batching::Batcher*> batcher_{nullptr};
+  absl::Mutex batcher_mu_;
+  std::weak_ptr<batching::Batcher> batcher_ ABSL_GUARDED_BY(batcher_mu_);
   std::atomic<bool> answered_{false};
 };
 

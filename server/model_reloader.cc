@@ -1,0 +1,227 @@
+#include "server/model_reloader.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "server/attention/kernel.h"
+#include "server/common/status_macros.h"
+#include "server/model/model_fingerprint.h"
+#include "server/model/model_repository.h"
+
+namespace favor {
+namespace {
+
+// What a revision's weights hold once loaded: the elements read from
+// model.safetensors at the compute dtype's width. Projections drawn at
+// load time and LibTorch's own overhead are not counted (small beside the
+// weights).
+int64_t WeightBytes(const model::Model& model) {
+  const int64_t element_bytes =
+      model.description().dtype == model::ComputeDType::kFloat32 ? 4 : 2;
+  return model.description().parameter_count * element_bytes;
+}
+
+void PublishModelInfo(const model::Model& model, metrics::Metrics* metrics) {
+  metrics->SetModelInfo(
+      {model.name(), model.config().version,
+       std::string(attention::KernelName(model.config().attention.kernel)),
+       model.description().device,
+       std::string(model::NameOf(model.description().dtype))});
+}
+
+}  // namespace
+
+absl::Status WarmUpModel(const model::Model& model) {
+  const absl::Time start = absl::Now();
+  const std::vector<int32_t> token_ids = {0};
+  const std::vector<int64_t> offsets = {0, 1};
+  absl::Status status = model.Embed(token_ids, offsets).status();
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat("warm-up of model '", model.name(),
+                                     "': ", status.message()));
+  }
+  LOG(INFO) << "event=model_warmed_up model=" << model.name()
+            << " seconds=" << absl::ToDoubleSeconds(absl::Now() - start);
+  return absl::OkStatus();
+}
+
+ModelReloader::ModelReloader(Options options) : options_(std::move(options)) {}
+
+std::string ModelReloader::PathOf(const std::string& name) const {
+  return options_.repository + "/" + name;
+}
+
+absl::StatusOr<std::vector<std::string>> ModelReloader::FolderNames() const {
+  return model::ModelRepository::ListModels(options_.repository);
+}
+
+absl::StatusOr<ModelReloader::Loaded> ModelReloader::LoadAll() {
+  ASSIGN_OR_RETURN(const std::vector<std::string> names, FolderNames());
+  Loaded loaded;
+  for (const std::string& name : names) {
+    Folder& folder = folders_[name];
+    folder.signature = model::FolderSignature(PathOf(name));
+    absl::StatusOr<std::string> revision = model::FolderRevision(PathOf(name));
+    absl::StatusOr<service::FavorService::Servable> servable =
+        revision.ok() ? LoadRevision(name, *revision, /*count_weights=*/false)
+                      : revision.status();
+    if (!servable.ok()) {
+      Fail(name, servable.status(), nullptr);
+      loaded.failures.emplace_back(name, servable.status());
+      continue;
+    }
+    folder.revision = *revision;
+    loaded.models.push_back(*std::move(servable));
+  }
+  if (loaded.models.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no model loaded from --model_repository=", options_.repository, " (",
+        loaded.failures.size(), " failed to load)"));
+  }
+  return loaded;
+}
+
+absl::StatusOr<service::FavorService::Servable> ModelReloader::LoadRevision(
+    const std::string& name, const std::string& revision, bool count_weights) {
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
+                   model::Model::Load(PathOf(name), options_.model));
+  const int64_t bytes = WeightBytes(*model);
+  batching::MemoryBudget* budget = count_weights ? budget_.load() : nullptr;
+  if (budget != nullptr) {
+    absl::Status fits = budget->AddWeights(bytes);
+    if (!fits.ok()) {
+      return absl::Status(
+          fits.code(),
+          absl::StrCat("revision ", revision,
+                       " does not fit beside what serves: ", fits.message()));
+    }
+  }
+  if (count_weights) {
+    absl::Status warm = WarmUpModel(*model);
+    if (!warm.ok()) {
+      if (budget != nullptr) budget->RemoveWeights(bytes);
+      return warm;
+    }
+  }
+  const auto& tokenizer = model->description().tokenizer;
+  LOG(INFO) << "event=model_loaded model=" << name << " revision=" << revision
+            << " version=\"" << model->config().version
+            << "\" device=" << model->description().device
+            << " dtype=" << model::NameOf(model->description().dtype)
+            << " parameters=" << model->description().parameter_count
+            << " tokenizer="
+            << (tokenizer ? model->config().tokenizer.file : "none");
+  PublishModelInfo(*model, options_.metrics);
+  service::FavorService::Servable servable;
+  servable.model = std::move(model);
+  servable.revision = revision;
+  // Start-up revisions are in the budget's measured resident set; every
+  // revision gives its weights back when freed.
+  servable.on_freed = [this, bytes] {
+    batching::MemoryBudget* freed_from = budget_.load();
+    if (freed_from != nullptr) freed_from->RemoveWeights(bytes);
+  };
+  return servable;
+}
+
+void ModelReloader::Reload(service::FavorService* service) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<std::string>> names = FolderNames();
+  if (!names.ok()) {
+    LOG(ERROR) << "event=model_reload_failed error=\"" << names.status()
+               << "\" (every model keeps serving)";
+    return;
+  }
+  for (const std::string& name : *names) {
+    const std::string signature = model::FolderSignature(PathOf(name));
+    auto it = folders_.find(name);
+    if (it != folders_.end() && it->second.signature == signature) continue;
+    ReloadFolder(name, service);
+  }
+  RemoveGone(*names, service);
+  LOG(INFO) << "event=model_reload_done seconds="
+            << absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+void ModelReloader::ReloadFolder(const std::string& name,
+                                 service::FavorService* service) {
+  Folder& folder = folders_[name];
+  const std::string signature = model::FolderSignature(PathOf(name));
+  absl::StatusOr<std::string> revision = model::FolderRevision(PathOf(name));
+  if (!revision.ok()) {
+    folder.signature = signature;
+    Fail(name, revision.status(), service);
+    return;
+  }
+  if (*revision == folder.revision && service->registry().Contains(name)) {
+    folder.signature = signature;  // Touched, not changed.
+    return;
+  }
+  absl::StatusOr<service::FavorService::Servable> servable =
+      LoadRevision(name, *revision, /*count_weights=*/true);
+  if (servable.ok() && model::FolderSignature(PathOf(name)) != signature) {
+    // Still being written: the next pass (or SIGHUP) looks again.
+    LOG(WARNING) << "event=model_changed_while_loading model=" << name;
+    servable->model.reset();
+    servable->on_freed();  // Its weights leave the budget.
+    return;
+  }
+  folder.signature = signature;
+  if (!servable.ok()) {
+    Fail(name, servable.status(), service);
+    return;
+  }
+  const absl::Status installed = service->InstallModel(*std::move(servable));
+  if (!installed.ok()) {
+    Fail(name, installed, service);
+    return;
+  }
+  LOG(INFO) << "event=model_revision_serving model=" << name
+            << " revision=" << *revision << " replaced="
+            << (folder.revision.empty() ? "none" : folder.revision);
+  folder.revision = *revision;
+}
+
+void ModelReloader::RemoveGone(const std::vector<std::string>& names,
+                               service::FavorService* service) {
+  for (auto it = folders_.begin(); it != folders_.end();) {
+    if (std::binary_search(names.begin(), names.end(), it->first) ||
+        it->second.signature == "(gone)") {
+      ++it;
+      continue;
+    }
+    const std::string& name = it->first;
+    if (!service->registry().Contains(name)) {
+      it = folders_.erase(it);
+      continue;
+    }
+    const absl::Status removed = service->RemoveModel(name);
+    if (!removed.ok()) {
+      LOG(ERROR) << "event=model_remove_refused model=" << name << " error=\""
+                 << removed.message() << "\"";
+      service->RecordLoadFailure(
+          name, absl::FailedPreconditionError(
+                    absl::StrCat("its folder is gone; ", removed.message())));
+      it->second.signature = "(gone)";
+      ++it;
+      continue;
+    }
+    LOG(INFO) << "event=model_removed model=" << name;
+    it = folders_.erase(it);
+  }
+}
+
+void ModelReloader::Fail(const std::string& name, const absl::Status& status,
+                         service::FavorService* service) {
+  LOG(ERROR) << "event=model_load_failed model=" << name << " error=\""
+             << status.message() << "\""
+             << (service != nullptr ? " (what served keeps serving)" : "");
+  options_.metrics->RecordModelLoadFailure(name);
+  if (service != nullptr) service->RecordLoadFailure(name, status);
+}
+
+}  // namespace favor
