@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 3600
 
-.PHONY: deps configure build test serve bench image format clean fuzz-build fuzz
+.PHONY: deps configure build test serve bench soak image format clean fuzz-build fuzz
 
 deps:
 	@scripts/install-deps.sh
@@ -47,6 +47,13 @@ bench: build
 	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/model_bench --benchmark_repetitions=3
 	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/gemm_bf16_bench --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
 	@$(BUILD_DIR)/bench/tokenizer_bench --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
+
+# A long mixed load with a reload a minute, sampling RSS, file descriptors,
+# threads and p99 every 10 s (issue 16; docs/reliability.md).
+SOAK_MINUTES ?= 30
+soak: build
+	@/usr/bin/python3 bench/soak.py $(BUILD_DIR)/server/favor-server \
+		$(BUILD_DIR)/models proto --minutes=$(SOAK_MINUTES)
 
 # The container image (Dockerfile; docs/container.md), with podman (which
 # make deps installs) or: docker build -t favor . In a sandbox without

@@ -35,7 +35,7 @@ void ModelRegistry::Install(std::unique_ptr<ServingModel> model) {
   // The deleter frees nothing: it marks the slot for FreeLoop, so that
   // whichever thread drops the last lease does no more than this.
   Lease lease(slot->model.get(), [this, slot](const ServingModel*) {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock released_lock(&mu_);
     slot->released = true;
   });
   auto it = serving_.find(name);
