@@ -7,6 +7,7 @@
 //   favor-model verify DIR [--device cpu|cuda:N --dtype float32|...]
 //   favor-model compare DIR [--dtype bfloat16 --inputs N --max_tokens N
 //                       --peak_logits S]
+//   favor-model tokenize DIR < texts.jsonl > ids.txt
 //
 // Every failure is one line on stderr, "favor-model <command>: <why>", and
 // exit status 1 (2 for a usage error).
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -243,6 +245,38 @@ absl::Status Inspect(const std::string& directory) {
   return absl::OkStatus();
 }
 
+// One JSON string per line of stdin, tokenised as the server tokenises an
+// Embed text (its special tokens included, untruncated): one line of ids per
+// text on stdout. The training tool (tools/train_default) reads its data
+// through it, so that a model learns exactly the ids the server feeds it.
+absl::Status Tokenize(const std::string& directory) {
+  ASSIGN_OR_RETURN(const ModelConfig config,
+                   LoadModelConfig(directory + "/config.json"));
+  ASSIGN_OR_RETURN(const auto tokenizer, LoadModelTokenizer(directory, config));
+  if (tokenizer == nullptr) {
+    return absl::FailedPreconditionError(directory + " has no tokenizer");
+  }
+  std::string line;
+  for (int64_t number = 1; std::getline(std::cin, line); ++number) {
+    const auto text = nlohmann::json::parse(line, nullptr, false);
+    if (!text.is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stdin line ", number, ": not a JSON string"));
+    }
+    absl::StatusOr<tokenizer::Encoding> encoding =
+        tokenizer->Encode(text.get<std::string>());
+    if (!encoding.ok()) {
+      return absl::Status(encoding.status().code(),
+                          absl::StrCat("stdin line ", number, ": ",
+                                       encoding.status().message()));
+    }
+    std::cout << absl::StrJoin(encoding->ids, " ") << '\n';
+  }
+  std::cout.flush();
+  return std::cout ? absl::OkStatus()
+                   : absl::DataLossError("cannot write to stdout");
+}
+
 // Deterministic test input: two sequences, ids spread over the vocabulary.
 void TestInput(const ModelConfig& config, std::vector<int32_t>& ids,
                std::vector<int64_t>& offsets) {
@@ -376,6 +410,8 @@ int Run(const std::vector<char*>& args) {
     status = Verify(args[2]);
   } else if (command == "compare" && args.size() == 3) {
     status = Compare(args[2]);
+  } else if (command == "tokenize" && args.size() == 3) {
+    status = Tokenize(args[2]);
   } else {
     std::fprintf(stderr, "%s\n",
                  std::string(absl::ProgramUsageMessage()).c_str());
@@ -396,6 +432,8 @@ int main(int argc, char** argv) {
       "       favor-model inspect DIR\n"
       "       favor-model verify DIR [--device cpu|cuda:N --dtype ...]\n"
       "       favor-model compare DIR [--dtype bfloat16 --inputs N ...]\n"
+      "       favor-model tokenize DIR < texts.jsonl (one JSON string a "
+      "line)\n"
       "(--help lists every flag)");
   return favor::model::Run(absl::ParseCommandLine(argc, argv));
 }
