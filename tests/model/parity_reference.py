@@ -75,7 +75,8 @@ def run_case(index, name, config, options, sequences, output):
     model, projections = weights.make_model(config, 20240501 + index,
                                             options["stored"],
                                             options["query_key_scale"])
-    weights.export(config, model, os.path.join(output, "repository", name))
+    weights.export(config, model, os.path.join(output, "repository", name),
+                   options["torch_names"])
     reference = encoder.Reference(config, model, projections)
     with torch.no_grad():
         outputs = [reference.forward(ids) for ids in sequences]

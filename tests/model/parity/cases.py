@@ -68,17 +68,18 @@ def merged(overrides):
 def case_table():
     """[(group, name, config, options)]; options: stored (projections stored
     in the file rather than drawn from the seed), floor (ScaleNorm's floor
-    must be active for some rows), query_key_scale (of the query and key
-    layers' weights). A group is one gtest case (one process) that runs its
-    cases in turn."""
+    must be active for some rows), torch_names (the layers exported as
+    torch.nn.TransformerEncoder's state dict, through the exporter's
+    renaming), query_key_scale (of the query and key layers' weights). A
+    group is one gtest case (one process) that runs its cases in turn."""
     table = []
     group = []
 
-    def add(name, stored=False, floor=False, **overrides):
+    def add(name, stored=False, floor=False, torch_names=False, **overrides):
         config = merged(dict(overrides, version=f"parity-{name}"))
         trig = config["attention"]["kernel"] == "trig"
         table.append((group[-1], name, config, {
-            "stored": stored, "floor": floor,
+            "stored": stored, "floor": floor, "torch_names": torch_names,
             "query_key_scale": TRIG_QUERY_KEY_SCALE if trig else 1.0}))
 
     linear = [k for k in KERNEL_NAMES if k != "softmax"]
@@ -87,8 +88,10 @@ def case_table():
     isab = {"block": "isab", "num_inducing_points": INDUCING_POINTS}
 
     group.append("norms")  # placement × type, and ε
-    add("exact_post")
-    add("exact_pre", hidden_act="relu", position_embedding_type="none", **pre)
+    # Exported from torch.nn.TransformerEncoder's own state dict.
+    add("exact_post", torch_names=True)
+    add("exact_pre", torch_names=True, hidden_act="relu",
+        position_embedding_type="none", **pre)
     add("layer_norm_eps_post", layer_norm_eps=LARGE_EPS)
     add("layer_norm_eps_pre", layer_norm_eps=LARGE_EPS, **pre)
     add("scale_norm_post", norm="scale_norm")

@@ -15,7 +15,6 @@ formula here fails here, not as a puzzling mismatch in model_parity_test.
 import sys
 
 import torch
-from torch import nn
 
 from . import attention
 from . import cases
@@ -33,49 +32,14 @@ def _relative(a, b):
     return ((a - b).abs().max() / b.abs().max()).item()
 
 
-def _copy_layer(layer, w, prefix):
-    """A reference layer's weights into an nn.TransformerEncoderLayer."""
-    names = {
-        "self_attn.out_proj": "attention.output.dense",
-        "linear1": "intermediate.dense", "linear2": "output.dense",
-        "norm1": "attention.output.LayerNorm", "norm2": "output.LayerNorm",
-    }
-    with torch.no_grad():
-        for torch_name, name in names.items():
-            module = layer.get_submodule(torch_name)
-            module.weight.copy_(w[f"{prefix}.{name}.weight"])
-            module.bias.copy_(w[f"{prefix}.{name}.bias"])
-        _copy_in_proj(layer.self_attn, w, prefix)
-
-
-def _copy_in_proj(mha, w, prefix):
-    parts = [f"{prefix}.attention.self.{p}" for p in ("query", "key", "value")]
-    with torch.no_grad():
-        mha.in_proj_weight.copy_(torch.cat([w[p + ".weight"] for p in parts]))
-        mha.in_proj_bias.copy_(torch.cat([w[p + ".bias"] for p in parts]))
-
-
 def check_against_torch_encoder(norm_first, activation):
     config = cases.merged({"norm_placement": "pre" if norm_first else "post",
                            "hidden_act": activation})
     w, projections = weights.make_model(config, 1, stored_projections=False)
     reference = encoder.Reference(config, w, projections)
-    layer = nn.TransformerEncoderLayer(
-        cases.HIDDEN, cases.HEADS, cases.FFN, dropout=0.0,
-        activation=activation, layer_norm_eps=config["layer_norm_eps"],
-        batch_first=True, norm_first=norm_first).double()
-    final = (nn.LayerNorm(cases.HIDDEN, eps=config["layer_norm_eps"]).double()
-             if norm_first else None)
-    stack = nn.TransformerEncoder(layer, cases.LAYERS, norm=final,
-                                  enable_nested_tensor=False)
-    for n, torch_layer in enumerate(stack.layers):
-        _copy_layer(torch_layer, w, f"encoder.layer.{n}")
-    if final is not None:
-        with torch.no_grad():
-            final.weight.copy_(w["encoder.final_norm.weight"])
-            final.bias.copy_(w["encoder.final_norm.bias"])
-    stack.eval()
-    ids = torch.randint(0, cases.VOCAB, (23,), generator=torch.Generator().manual_seed(5))
+    stack = weights.torch_encoder(config, w)
+    ids = torch.randint(0, cases.VOCAB, (23,),
+                        generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
         want = stack(reference.embed(ids)[None])[0]
     placement = "pre" if norm_first else "post"
@@ -87,12 +51,9 @@ def check_cross_attention_against_torch():
     config = cases.merged({"block": "cross_attention", "num_latents": 6})
     w, projections = weights.make_model(config, 2, stored_projections=False)
     reference = encoder.Reference(config, w, projections)
-    mha = nn.MultiheadAttention(cases.HIDDEN, cases.HEADS, batch_first=True).double()
     prefix = "encoder.layer.0"
-    _copy_in_proj(mha, w, prefix)
+    mha = weights.multi_head_attention(config, w, prefix)
     with torch.no_grad():
-        mha.out_proj.weight.copy_(w[prefix + ".attention.output.dense.weight"])
-        mha.out_proj.bias.copy_(w[prefix + ".attention.output.dense.bias"])
         x = torch.randn(11, cases.HIDDEN, dtype=torch.float64)
         latents = w["encoder.latents"]
         want = mha(latents[None], x[None], x[None], need_weights=False)[0][0]

@@ -15,6 +15,7 @@ import os
 import sys
 
 import torch
+from torch import nn
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "..", "attention"))
@@ -138,7 +139,71 @@ def make_model(config, seed, stored_projections, query_key_scale=1.0):
     return drawer.weights, projections
 
 
-def export(config, weights, folder):
-    """config.json and model.safetensors (float32) in `folder`."""
-    export_state_dict.export({k: v.float() for k, v in weights.items()},
+def _copy_in_proj(mha, w, prefix):
+    parts = [f"{prefix}.attention.self.{p}" for p in ("query", "key", "value")]
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([w[p + ".weight"] for p in parts]))
+        mha.in_proj_bias.copy_(torch.cat([w[p + ".bias"] for p in parts]))
+
+
+def _copy_layer(layer, w, prefix):
+    names = {
+        "self_attn.out_proj": "attention.output.dense",
+        "linear1": "intermediate.dense", "linear2": "output.dense",
+        "norm1": "attention.output.LayerNorm", "norm2": "output.LayerNorm",
+    }
+    with torch.no_grad():
+        for torch_name, name in names.items():
+            module = layer.get_submodule(torch_name)
+            module.weight.copy_(w[f"{prefix}.{name}.weight"])
+            module.bias.copy_(w[f"{prefix}.{name}.bias"])
+    _copy_in_proj(layer.self_attn, w, prefix)
+
+
+def multi_head_attention(config, w, prefix):
+    """A torch.nn.MultiheadAttention (float64) with a sublayer's weights."""
+    mha = nn.MultiheadAttention(config["hidden_size"],
+                                config["num_attention_heads"],
+                                batch_first=True).double()
+    _copy_in_proj(mha, w, prefix)
+    with torch.no_grad():
+        mha.out_proj.weight.copy_(w[prefix + ".attention.output.dense.weight"])
+        mha.out_proj.bias.copy_(w[prefix + ".attention.output.dense.bias"])
+    return mha.eval()
+
+
+def torch_encoder(config, w):
+    """PyTorch's own torch.nn.TransformerEncoder (float64, eval) with the
+    layers' weights: exact attention, LayerNorm, gelu or relu only."""
+    norm_first = config["norm_placement"] == "pre"
+    eps = config["layer_norm_eps"]
+    layer = nn.TransformerEncoderLayer(
+        config["hidden_size"], config["num_attention_heads"],
+        config["intermediate_size"], dropout=0.0,
+        activation=config["hidden_act"], layer_norm_eps=eps, batch_first=True,
+        norm_first=norm_first).double()
+    final = (nn.LayerNorm(config["hidden_size"], eps=eps).double()
+             if norm_first else None)
+    stack = nn.TransformerEncoder(layer, config["num_hidden_layers"], norm=final,
+                                  enable_nested_tensor=False)
+    for n, torch_layer in enumerate(stack.layers):
+        _copy_layer(torch_layer, w, f"encoder.layer.{n}")
+    if final is not None:
+        with torch.no_grad():
+            final.weight.copy_(w["encoder.final_norm.weight"])
+            final.bias.copy_(w["encoder.final_norm.bias"])
+    return stack.eval()
+
+
+def export(config, weights, folder, torch_names=False):
+    """config.json and model.safetensors (float32) in `folder`. With
+    `torch_names` the layers go in as torch_encoder's state dict, under
+    PyTorch's names (layers.N.self_attn.in_proj_weight, ...), so that the
+    exporter's renaming is part of what the C++ output is compared with."""
+    state = dict(weights)
+    if torch_names:
+        state = {k: v for k, v in weights.items() if not k.startswith("encoder.")}
+        for name, tensor in torch_encoder(config, weights).state_dict().items():
+            state["encoder." + name] = tensor
+    export_state_dict.export({k: v.float() for k, v in state.items()},
                              config, folder)
