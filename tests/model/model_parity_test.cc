@@ -24,8 +24,11 @@
 // - pooling mean, cls, attention and none, with and without L2
 //   normalisation, both as a request's options and as the config's
 //   defaults.
-// Each case prints its worst relative error, so that the headroom under
-// the tolerance stays visible.
+// The base cases exact_post and exact_pre are exported from
+// torch.nn.TransformerEncoder's own state dict, through the exporter's
+// renaming. Each case prints its worst relative error, so that the headroom
+// under the tolerance stays visible; docs/testing.md lists the planted bugs
+// the test caught.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
