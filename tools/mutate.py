@@ -156,11 +156,12 @@ def build(args, outputs, log):
 
 def failed_tests(out):
     """The names ctest lists as failed (its summary, or a timed-out one)."""
-    names = re.findall(r"^\s*\d+ - (\S+) \(", out, re.MULTILINE)
-    if not names:
-        names = re.findall(r"Test\s+#\d+: (\S+) \.+\*+(?:Failed|Timeout)",
-                           out)
-    return names
+    found = re.findall(r"^\s*\d+ - (\S+) \((\w+)\)", out, re.MULTILINE)
+    if not found:
+        found = re.findall(r"Test\s+#\d+: (\S+) \.+\*+(Failed|Timeout)", out)
+    # A timeout may be a hang the mutant did not cause: say so in the table.
+    return [name if why == "Failed" else f"{name} ({why.lower()})"
+            for name, why in found]
 
 
 def run_mutant(args, m, known_outputs, log):
