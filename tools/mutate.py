@@ -310,4 +310,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Interrupted as e:
+        sys.exit(f"\ninterrupted ({e}); the planted file was restored")
