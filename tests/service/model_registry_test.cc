@@ -48,13 +48,19 @@ std::unique_ptr<ServingModel> NewRevision(const std::string& name,
   return model;
 }
 
-// Enqueues one request into `lease`'s batcher; `done` gets its status.
+// Enqueues one request into `lease`'s batcher; `done` gets its status and,
+// when given, `runs` the runner's run count as the request completes: read
+// there, while the request's lease keeps the revision (and its runner)
+// alive, not after, when the revision may already be freed.
 absl::Status Enqueue(const ModelRegistry::Lease& lease,
                      std::shared_ptr<absl::Notification> done,
-                     std::shared_ptr<absl::Status> status) {
+                     std::shared_ptr<absl::Status> status,
+                     const FakeModelRunner* runner = nullptr,
+                     std::shared_ptr<int> runs = nullptr) {
   auto request = std::make_unique<batching::Request>(
-      [lease, done, status](absl::Status result) {
+      [lease, done, status, runner, runs](absl::Status result) {
         *status = result;
+        if (runner != nullptr) *runs = runner->num_runs();
         done->Notify();
       });
   request->num_tokens = 1;
@@ -86,7 +92,8 @@ TEST(ModelRegistryTest, OldRevisionFinishesItsCallsBeforeItIsFreed) {
   // Accepted, still queued behind the running one when the swap comes.
   auto queued_done = std::make_shared<absl::Notification>();
   auto queued = std::make_shared<absl::Status>(absl::UnknownError("unset"));
-  ASSERT_TRUE(Enqueue(held, queued_done, queued).ok());
+  auto runs = std::make_shared<int>(0);
+  ASSERT_TRUE(Enqueue(held, queued_done, queued, v1.runner, runs).ok());
   held.reset();  // The requests' callbacks hold the revision now.
 
   registry.Install(NewRevision("m", "r2", &v2));
@@ -100,7 +107,7 @@ TEST(ModelRegistryTest, OldRevisionFinishesItsCallsBeforeItIsFreed) {
   ASSERT_TRUE(queued_done->WaitForNotificationWithTimeout(kTestTimeout));
   EXPECT_TRUE(status->ok()) << *status;
   EXPECT_TRUE(queued->ok()) << *queued;
-  EXPECT_EQ(v1.runner->num_runs(), 2);
+  EXPECT_EQ(*runs, 2);  // both ran on r1's runner
   ASSERT_TRUE(registry.WaitUntilFreed(kTestTimeout));
   EXPECT_TRUE(v1.freed->HasBeenNotified());
   EXPECT_EQ(registry.num_retiring(), 0);
