@@ -7,7 +7,8 @@ CMAKE_FLAGS ?=
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 3600
 
-.PHONY: deps configure build test serve bench soak image format clean fuzz-build fuzz mutate
+.PHONY: deps configure build test serve bench soak image format clean fuzz-build fuzz \
+	mutate train-default train-data retrieval-bench
 
 deps:
 	@scripts/install-deps.sh
@@ -63,6 +64,31 @@ SOAK_MINUTES ?= 30
 soak: build
 	@/usr/bin/python3 bench/soak.py $(BUILD_DIR)/server/favor-server \
 		$(BUILD_DIR)/models proto --minutes=$(SOAK_MINUTES)
+
+# The default model (models/default/README.md): Debian's descriptions,
+# WordNet and manual pages (tools/train_default/setup.sh installs them), then
+# contrastive training on the CPU; writes models/default.
+TRAIN_DIR ?= $(BUILD_DIR)/train-default
+TRAIN_FLAGS ?=
+TRAIN_ARGS = --favor-model $(BUILD_DIR)/server/model/tools/favor-model \
+	--tokenizer $(BUILD_DIR)/tokenizers/bert-base-uncased/tokenizer.json \
+	--work $(TRAIN_DIR) --output models/default
+train-data: build
+	@tools/train_default/setup.sh $(TRAIN_DIR)
+	@/usr/bin/python3 tools/train_default/train.py $(TRAIN_ARGS) --data-only
+train-default: train-data
+	@OMP_WAIT_POLICY=passive /usr/bin/python3 tools/train_default/train.py \
+		$(TRAIN_ARGS) $(TRAIN_FLAGS)
+
+# Retrieval on the held-out sets: the default model, the random one and
+# BM25 (bench/retrieval_bench.py; docs/models.md records a run).
+retrieval-bench: train-data
+	@/usr/bin/python3 bench/retrieval_bench.py \
+		--server $(BUILD_DIR)/server/favor-server \
+		--favor-model $(BUILD_DIR)/server/model/tools/favor-model \
+		--data $(TRAIN_DIR)/data \
+		--model trained=$(BUILD_DIR)/models/default \
+		--model random=$(BUILD_DIR)/random-models/random
 
 # The container image (Dockerfile; docs/container.md), with podman (which
 # make deps installs) or: docker build -t favor . In a sandbox without

@@ -8,8 +8,9 @@
 //      batch;
 //  (c) the same load on a model whose calls cost a fixed 5 ms whatever the
 //      batch: what the batcher gains where per-call overhead dominates.
-// Uses the default model the build generates (build/models/default). Prints
-// a table and the targets of docs/performance.md as ratios from this run.
+// Uses the random model of the default's shape that the build generates
+// (build/random-models/random). Prints a table and the targets of
+// docs/performance.md as ratios from this run.
 //
 //   build/bench/service_bench [seconds per load run, default 8]
 #include <algorithm>
@@ -207,7 +208,7 @@ void PrintTargets(const OverheadResult& overhead_4k,
 int Run(double seconds) {
   attention::ConfigureCpuParallelism({});
   attention::InstallHugePageCpuAllocator();
-  auto model = model::Model::Load(FAVOR_DEFAULT_MODEL_DIR);
+  auto model = model::Model::Load(FAVOR_RANDOM_MODEL_DIR);
   if (!model.ok()) {
     std::fprintf(stderr, "service_bench: %s\n",
                  std::string(model.status().message()).c_str());

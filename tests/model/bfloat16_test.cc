@@ -187,13 +187,17 @@ void ExpectPeakedCopyKeepsItsEmbeddings(const std::string& directory,
   ExpectSameEmbeddings(directory + "/peaked");
 }
 
-// The default model's attention is flat (logits within ±1) and adds little
+TEST_F(BFloat16Test, RandomModelKeepsItsEmbeddings) {
+  ExpectSameEmbeddings(FAVOR_RANDOM_MODEL_DIR);
+}
+
+// The random model's attention is flat (logits within ±1) and adds little
 // to its residual stream (output weights of std 0.02): peaked, it makes
 // the check.
-TEST_F(BFloat16Test, PeakedCopyOfTheDefaultModelKeepsItsEmbeddings) {
-  std::filesystem::copy(FAVOR_DEFAULT_MODEL_DIR, dir_ + "/default");
+TEST_F(BFloat16Test, PeakedCopyOfTheRandomModelKeepsItsEmbeddings) {
+  std::filesystem::copy(FAVOR_RANDOM_MODEL_DIR, dir_ + "/random");
   std::vector<double> before;
-  ExpectPeakedCopyKeepsItsEmbeddings(dir_ + "/default", before);
+  ExpectPeakedCopyKeepsItsEmbeddings(dir_ + "/random", before);
   for (const double span : before) EXPECT_LT(span, 5.0);
 }
 

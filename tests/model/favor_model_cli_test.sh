@@ -69,6 +69,16 @@ cmp -s "$tmp/vocab.txt" "$tmp/text/vocab.txt" || fail "init copied no tokenizer"
   || fail "inspect shows no tokenizer"
 "$cli" inspect "$tmp/small" | grep -q 'tokenizer: none' \
   || fail "inspect invents a tokenizer"
+# tokenize: one JSON string a line in, the ids the server would feed the
+# model out ([CLS] text [SEP]; "hello" is id 4, an unknown word [UNK] = 1).
+printf '"hello"\n"Hello, xyz hello"\n' | "$cli" tokenize "$tmp/text" >"$tmp/ids"
+printf '2 4 3\n2 4 1 1 4 3\n' | cmp -s - "$tmp/ids" \
+  || fail "tokenize: $(cat "$tmp/ids")"
+printf '"hello"\n""\n' | expect_error "stdin line 2: text is empty" \
+  "$cli" tokenize "$tmp/text"
+echo 'hello' | expect_error "stdin line 1: not a JSON string" \
+  "$cli" tokenize "$tmp/text"
+expect_error "has no tokenizer" "$cli" tokenize "$tmp/small" </dev/null
 expect_error "more than the model's vocab_size (4)" "$cli" init \
   --output "$tmp/narrow" --layers 1 --hidden 32 --heads 2 --ffn 64 --vocab 4 \
   --tokenizer "$tmp/vocab.txt"

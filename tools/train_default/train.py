@@ -60,6 +60,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--eval-every", type=int, default=400)
+    p.add_argument("--data-only", action="store_true",
+                   help="write WORK/data and WORK/tokens.pt, then stop")
     p.add_argument("--bfloat16", type=int, default=1,
                    help="1: bfloat16 autocast for the products while training")
     return p.parse_args(argv)
@@ -221,10 +223,13 @@ def export(encoder, config, args, seconds):
     export_state_dict.export(state, config_json(config, version), args.output,
                              dtype=torch.float16)
     shutil.copy(args.tokenizer, os.path.join(args.output, "tokenizer.json"))
+    shutil.copy(os.path.join(os.path.dirname(args.tokenizer), "LICENSE"),
+                os.path.join(args.output, "tokenizer.json.license"))
     with open(os.path.join(args.output, "training.json"), "w") as f:
         json.dump({"version": version, "seconds": round(seconds),
                    "arguments": {k: v for k, v in vars(args).items()
-                                 if k not in ("favor_model", "tokenizer", "work", "output")}},
+                                 if k not in ("favor_model", "tokenizer", "work",
+                                              "output", "data_only")}},
                   f, indent=2)
         f.write("\n")
 
@@ -234,6 +239,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     config = favor_model.Config()
     tasks = load_tasks(args, config)
+    if args.data_only:
+        return
     for task, splits in tasks.items():
         print(f"{task}: {len(splits['train'])} training pairs, "
               f"{len(splits['test'])} test pairs", flush=True)
