@@ -271,6 +271,19 @@ void RunProducts(benchmark::State& state, bool gemm) {
 void Products(benchmark::State& state) { RunProducts(state, false); }
 void ProductsGemm(benchmark::State& state) { RunProducts(state, true); }
 
+// Whether a run failed or was skipped, so has no time: Google Benchmark 1.7
+// (Debian 12) says so in Run::error_occurred, 1.8 and later (Debian 13) in
+// Run::skipped. The overload for the member that exists is chosen.
+template <typename BenchmarkRun>
+auto RunHasNoTime(const BenchmarkRun& run, int)
+    -> decltype(bool{run.error_occurred}) {
+  return run.error_occurred;
+}
+template <typename BenchmarkRun>
+bool RunHasNoTime(const BenchmarkRun& run, long) {
+  return static_cast<unsigned>(run.skipped) != 0;
+}
+
 // Remembers each benchmark's seconds per iteration for the summary: the
 // "min" aggregate when --benchmark_repetitions is given (interference from
 // other processes only ever adds time, so the fastest repetition is the
@@ -279,7 +292,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.error_occurred) continue;
+      if (RunHasNoTime(run, 0)) continue;
       const bool min =
           run.run_type == Run::RT_Aggregate && run.aggregate_name == "min";
       const bool max =

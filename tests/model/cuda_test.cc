@@ -59,7 +59,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CudaCase{ComputeDType::kFloat32, 0.99999, 0.9999},
                       CudaCase{ComputeDType::kBFloat16, 0.999, 0.995},
                       CudaCase{ComputeDType::kFloat16, 0.999, 0.995}),
-    [](const auto& info) { return std::string(NameOf(info.param.dtype)); });
+    [](const auto& param_info) {
+      return std::string(NameOf(param_info.param.dtype));
+    });
 
 }  // namespace
 }  // namespace favor::model
