@@ -47,9 +47,10 @@ CUDA_RECIPE = f"main contrib non-free; {' '.join(CUDA_PACKAGES)}"
 # The one package allowed to fail its configuration in the CUDA root: it
 # downloads cuDNN from NVIDIA's site, which a sandbox may not reach.
 CUDA_DOWNLOADER = "nvidia-cudnn"
-# Sandbox only: the CUDA binaries link although libcudnn.so.9, needed by
-# libtorch_cuda, is absent. Passed here, never set by the project's CMake.
-SANDBOX_LINK_FLAGS = "-Wl,--unresolved-symbols=ignore-in-shared-libs"
+# Sandbox only (the link ignores cuDNN's missing symbols; favor-model init
+# is not run where it cannot load): given to CMake here, never by the
+# project's own CMake files.
+CUDA_SANDBOX_CMAKE = "/favor/src/tests/platform/cuda_sandbox.cmake"
 # What the CUDA stage compiles and links (Ninja targets; dir/all builds a
 # folder's targets).
 CUDA_TARGETS = ["favor_server", "favor_model_cli", "tests/attention/all",
@@ -294,19 +295,26 @@ def install_cuda(root, mirror, work_dir):
     with open(os.path.join(root, "etc/apt/sources.list"), "w") as f:
         f.write(f"deb {mirror} {SUITE} main contrib non-free\n")
     log_path = os.path.join(work_dir, "install-cuda.log")
-    Chroot(root).sh(
-        "apt-get update -qq && apt-get install -y -q "
-        f"--no-install-recommends {' '.join(CUDA_PACKAGES)}", "apt-get install "
-        "of the CUDA packages", log_path, ok_codes=(0, 100))
+    chroot = Chroot(root)
+    code = chroot.sh("apt-get update -qq && apt-get install -y -q --no-install-recommends "
+                     + " ".join(CUDA_PACKAGES), "apt-get install of the CUDA packages",
+                     log_path, ok_codes=(0, 100))
     with open(log_path, errors="replace") as f:
         text = f.read()
     failed = set(re.findall(r"^dpkg: error processing package (\S+) \(--configure\)",
                             text, re.M))
     dependents = set(re.findall(r"^dpkg: error processing package (\S+) \(--configure\):"
                                 r"\n dependency problems", text, re.M))
-    if failed - dependents - {CUDA_DOWNLOADER}:
-        fail(f"packages other than {CUDA_DOWNLOADER} failed to configure: "
-             f"{sorted(failed - dependents)}; see {log_path}")
+    if failed - dependents - {CUDA_DOWNLOADER} or (code != 0 and not failed):
+        fail(f"apt-get install of {CUDA_PACKAGES} failed other than by "
+             f"{CUDA_DOWNLOADER}'s download; see {log_path}")
+    status = os.path.join(work_dir, "cuda-packages.txt")
+    chroot.sh("dpkg-query -W -f '${Package} ${Status}\\n' " + " ".join(CUDA_PACKAGES),
+              "dpkg-query", status)
+    with open(status) as f:
+        if not all(line.endswith((" installed", " unpacked", " half-configured"))
+                   for line in f.read().splitlines()):
+            fail(f"the CUDA packages are not unpacked: see {status}")
     unpacked = sorted(failed)
     return f"(left unconfigured: {', '.join(unpacked) or 'none'})"
 
@@ -340,7 +348,7 @@ def check_cuda_link(build_dir):
 def cuda_stage(roots, mirror, work_dir, timer):
     root = cuda_root(roots, mirror, work_dir, timer)
     chroot = build_chroot(root, roots, work_dir, "build-cuda")
-    configure = f"-DCMAKE_EXE_LINKER_FLAGS={SANDBOX_LINK_FLAGS}"
+    configure = f"-DCMAKE_PROJECT_INCLUDE={CUDA_SANDBOX_CMAKE}"
     timer.run("build (LibTorch 2.6, CUDA)", build, chroot, work_dir, configure,
               CUDA_TARGETS, "cuda")
     timer.run("link check", check_cuda_link, os.path.join(work_dir, "build-cuda"))
