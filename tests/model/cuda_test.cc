@@ -5,12 +5,11 @@
 // Debian 13's CUDA LibTorch by the trixie.Cuda test; never run there.
 #include <ATen/Context.h>
 
-#include <cstdio>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "server/model/dtype_agreement.h"
 #include "server/model/model.h"
+#include "tests/model/agreement_test_util.h"
 
 namespace favor::model {
 namespace {
@@ -31,27 +30,11 @@ TEST_P(CudaEncoderTest, PooledEmbeddingsMatchTheCpu) {
     GTEST_SKIP() << "LibTorch has no CUDA device here; run on a GPU machine";
   }
   const CudaCase& c = GetParam();
-  auto reference = Model::Load(FAVOR_DEFAULT_MODEL_DIR);
-  ASSERT_TRUE(reference.ok()) << reference.status();
   ModelOptions options;
   options.device = "cuda";
   options.dtype = c.dtype;
-  auto candidate = Model::Load(FAVOR_DEFAULT_MODEL_DIR, options);
-  ASSERT_TRUE(candidate.ok()) << candidate.status();
-  EXPECT_EQ((*candidate)->description().device, "cuda:0");
-  AgreementOptions agreement_options;
-  agreement_options.num_inputs = 40;
-  agreement_options.max_tokens = 2048;
-  const auto agreement =
-      CompareEmbeddings(**reference, **candidate, agreement_options);
-  ASSERT_TRUE(agreement.ok()) << agreement.status();
-  EXPECT_EQ(agreement->num_inputs, 40);
-  EXPECT_GE(agreement->mean_cosine, c.min_mean_cosine);
-  EXPECT_GE(agreement->min_cosine, c.min_cosine)
-      << "at an input of " << agreement->min_cosine_length << " tokens";
-  std::printf("cuda %s: cosine mean %.6f, min %.6f\n",
-              std::string(NameOf(c.dtype)).c_str(), agreement->mean_cosine,
-              agreement->min_cosine);
+  ExpectEmbeddingsAgree(FAVOR_DEFAULT_MODEL_DIR, options, c.min_mean_cosine,
+                        c.min_cosine, "cuda " + std::string(NameOf(c.dtype)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
