@@ -205,7 +205,7 @@ def install_deps(root, source_dir, work_dir):
     return "(scripts/install-deps.sh)"
 
 
-def make_root(roots, kind, timer, make_steps):
+def make_root(roots, kind, make_steps):
     """The cached root of `kind`, made by make_steps(partial_root) when
     absent; only a complete root gets its final name."""
     root = roots.path(kind)
@@ -231,7 +231,7 @@ def cpu_root(roots, mirror, work_dir, timer):
         timer.run("debootstrap", debootstrap, partial, mirror, work_dir)
         timer.run("install-deps.sh", install_deps, partial, roots.source_dir,
                   work_dir)
-    return make_root(roots, "cpu", timer, steps)
+    return make_root(roots, "cpu", steps)
 
 
 def build_chroot(root, roots, work_dir, build_name):
@@ -341,7 +341,7 @@ def cuda_root(roots, mirror, work_dir, timer):
     def steps(partial):
         timer.run("copy of the cpu root", run, ["cp", "-a", cpu, partial], "cp")
         timer.run("CUDA packages", install_cuda, partial, mirror, work_dir)
-    return make_root(roots, "cuda", timer, steps)
+    return make_root(roots, "cuda", steps)
 
 
 def check_cuda_link(build_dir):
