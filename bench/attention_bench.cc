@@ -8,7 +8,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
-#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +18,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "server/attention/attention.h"
 #include "server/attention/cpu_allocator.h"
@@ -26,6 +26,7 @@
 #include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/parallelism.h"
 #include "server/attention/projection.h"
+#include "server/attention/torch_compat.h"
 
 namespace favor::attention {
 namespace {
@@ -160,27 +161,33 @@ void RunAttention(benchmark::State& state, Kernel kernel, bool causal,
   }
 }
 
-#if TORCH_VERSION_MAJOR >= 2
-// PyTorch's own fused attention (FlashAttention on recent GPUs), the
-// reference for exact attention on a GPU.
-void Sdpa(benchmark::State& state) {
+// PyTorch's own fused attention (FlashAttention on recent GPUs, in bfloat16
+// or float16), the reference for exact attention on a GPU; LibTorch 2.x
+// only, so registered at run time where it exists.
+void Sdpa(benchmark::State& state, at::ScalarType dtype) {
   const int64_t length = state.range(0);
-  const auto opts = at::TensorOptions().device(BenchDevice());
+  const auto opts = at::TensorOptions().device(BenchDevice()).dtype(dtype);
   const at::Tensor q = at::randn({1, kHeads, length, kDim}, opts);
   for (auto _ : state) {
-    const at::Tensor out = at::scaled_dot_product_attention(q, q, q);
+    const at::Tensor out = *torch_compat::ScaledDotProductAttention(q, q, q);
     Synchronize(out);
   }
   state.counters["tokens/s"] =
       benchmark::Counter(length, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(Sdpa)
-    ->Arg(1 << 12)
-    ->Arg(1 << 14)
-    ->Arg(1 << 16)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-#endif
+[[maybe_unused]] const bool kSdpaRegistered = [] {
+  if (!torch_compat::kHasScaledDotProductAttention) return false;
+  for (const auto& [name, dtype] :
+       {std::pair{"Sdpa", at::kFloat}, std::pair{"SdpaBF16", at::kBFloat16}}) {
+    benchmark::RegisterBenchmark(name, Sdpa, dtype)
+        ->Arg(1 << 12)
+        ->Arg(1 << 14)
+        ->Arg(1 << 16)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return true;
+}();
 
 void Exact(benchmark::State& state) {
   RunAttention(state, Kernel::kSoftmaxExact, false);
@@ -264,6 +271,19 @@ void RunProducts(benchmark::State& state, bool gemm) {
 void Products(benchmark::State& state) { RunProducts(state, false); }
 void ProductsGemm(benchmark::State& state) { RunProducts(state, true); }
 
+// Whether a run failed or was skipped, so has no time: Google Benchmark 1.7
+// (Debian 12) says so in Run::error_occurred, 1.8 and later (Debian 13) in
+// Run::skipped. The overload for the member that exists is chosen.
+template <typename BenchmarkRun>
+auto RunHasNoTime(const BenchmarkRun& run, int)
+    -> decltype(bool{run.error_occurred}) {
+  return run.error_occurred;
+}
+template <typename BenchmarkRun>
+bool RunHasNoTime(const BenchmarkRun& run, long) {
+  return static_cast<unsigned>(run.skipped) != 0;
+}
+
 // Remembers each benchmark's seconds per iteration for the summary: the
 // "min" aggregate when --benchmark_repetitions is given (interference from
 // other processes only ever adds time, so the fastest repetition is the
@@ -272,7 +292,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.error_occurred) continue;
+      if (RunHasNoTime(run, 0)) continue;
       const bool min =
           run.run_type == Run::RT_Aggregate && run.aggregate_name == "min";
       const bool max =

@@ -1,22 +1,38 @@
 #!/usr/bin/env bash
-# Installs what Favor needs from Debian bookworm's packages, and nothing when
-# everything is already there (one dpkg-query, well under a second).
+# Installs what Favor needs from Debian's packages, on Debian 12 (bookworm,
+# LibTorch 1.13) or 13 (trixie, LibTorch 2.6; checked by the ctest label
+# `trixie`), and nothing when everything is already there (one dpkg-query,
+# well under a second).
 # Usage: scripts/install-deps.sh [--print]   (--print lists the packages)
 set -euo pipefail
+
+# The only names that differ between the two releases: the versioned
+# packages of clang's runtimes and of Boost (each release's default version).
+declare -A versioned_packages=(
+  [bookworm]="libclang-rt-14-dev libboost1.74-dev"
+  [trixie]="libclang-rt-19-dev libboost1.83-dev"
+)
+release=$(. /etc/os-release && echo "${VERSION_CODENAME:-unknown}")
+if [[ -z "${versioned_packages[$release]:-}" ]]; then
+  echo "install-deps: Debian bookworm or trixie is needed, not '$release'" \
+    "(/etc/os-release)" >&2
+  exit 1
+fi
+read -r -a release_packages <<<"${versioned_packages[$release]}"
 
 packages=(
   # toolchain
   cmake ninja-build g++ ccache pkg-config
   # fuzzing (make fuzz-build): clang with libFuzzer and the sanitizers'
-  # runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
-  clang libclang-rt-14-dev
+  # runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-<version>-dev)
+  clang
   # compute: LibTorch and the BLAS it must use (the reference BLAS is 16x slower)
   libtorch-dev libopenblas0-pthread
   # service
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev libabsl-dev
   prometheus-cpp-dev libgoogle-glog-dev nlohmann-json3-dev
   # HTTP: Boost.Beast (header-only) with OpenSSL for TLS (docs/http.md)
-  libboost1.74-dev libssl-dev
+  libssl-dev
   # tokenizers: Unicode data and SentencePiece models
   libutf8proc-dev libsentencepiece-dev
   # tests: openssl makes throwaway certificates for the TLS tests
@@ -32,6 +48,8 @@ packages=(
   # base; a real Prometheus scrapes the server; compose files are checked by
   # docker-compose, Kubernetes manifests parsed with PyYAML
   podman debootstrap prometheus docker-compose python3-yaml
+  # clang's runtimes and Boost, versioned by release (above)
+  "${release_packages[@]}"
 )
 
 if [[ "${1:-}" == "--print" ]]; then

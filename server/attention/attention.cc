@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <new>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "server/attention/features.h"
 #include "server/attention/head_group.h"
 #include "server/attention/linear_attention.h"
+#include "server/attention/torch_status.h"
 #include "server/common/status_macros.h"
 
 namespace favor::attention {
@@ -178,18 +178,8 @@ absl::Status Run(const at::Tensor& projection, int64_t head_dim,
   return absl::OkStatus();
 }
 
-// The adapter between LibTorch's exceptions and Favor's Status.
-template <typename Fn>
-absl::StatusOr<at::Tensor> Guarded(const char* what, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory"));
-  } catch (const c10::Error& error) {
-    return absl::InternalError(
-        absl::StrCat(what, " failed: ", error.what_without_backtrace()));
-  }
-}
+// Nothing thrown by LibTorch leaves the library (torch_status.h).
+using torch_status::Guarded;
 
 }  // namespace
 

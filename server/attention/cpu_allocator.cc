@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -15,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "server/attention/torch_compat.h"
 
 namespace favor::attention {
 namespace {
@@ -38,7 +38,7 @@ std::string TransparentHugePageMode() {
 // Large blocks are mappings of their own, recorded here so that one deleter
 // (which sees only the data pointer, as raw_deleter() requires) frees both
 // kinds of block.
-class HugePageAllocator final : public c10::Allocator {
+class HugePageAllocator final : public torch_compat::Allocator {
  public:
   HugePageAllocator(c10::Allocator* fallback, uintptr_t min_bytes,
                     uintptr_t max_cached_bytes)
@@ -46,7 +46,7 @@ class HugePageAllocator final : public c10::Allocator {
         min_bytes_(min_bytes),
         max_cached_bytes_(max_cached_bytes) {}
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr Allocate(size_t n) const override {
     if (n < min_bytes_) return fallback_->allocate(n);
     const uintptr_t length = RoundUp(n, kHugePageBytes);
     if (void* reused = TakeCached(length)) {
@@ -75,11 +75,6 @@ class HugePageAllocator final : public c10::Allocator {
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &Free; }
-
-  // LibTorch 2.x declares this pure virtual; 1.13 does not have it.
-  void copy_data(void* dest, const void* src, std::size_t count) const {
-    std::memcpy(dest, src, count);
-  }
 
   static HugePageAllocator* Instance() { return instance_; }
   static void SetInstance(HugePageAllocator* allocator) {

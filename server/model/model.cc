@@ -5,12 +5,12 @@
 
 #include <cstring>
 #include <filesystem>
-#include <new>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "server/attention/cpu_features.h"
+#include "server/attention/torch_status.h"
 #include "server/common/status_macros.h"
 #include "server/model/encoder.h"
 #include "server/model/encoder_weights.h"
@@ -25,22 +25,8 @@ namespace {
 using internal::Encoder;
 using internal::PackedVectors;
 
-// The adapter between LibTorch's exceptions and Status: nothing thrown by
-// LibTorch leaves this module.
-template <typename Fn>
-auto Guarded(absl::string_view what, Fn&& fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory"));
-  } catch (const c10::OutOfMemoryError& error) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        what, ": out of device memory: ", error.what_without_backtrace()));
-  } catch (const c10::Error& error) {
-    return absl::InternalError(
-        absl::StrCat(what, " failed: ", error.what_without_backtrace()));
-  }
-}
+// Nothing thrown by LibTorch leaves this module (torch_status::Guarded).
+using torch_status::Guarded;
 
 at::ScalarType ScalarTypeOf(ComputeDType dtype) {
   switch (dtype) {

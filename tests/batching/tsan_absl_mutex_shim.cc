@@ -110,8 +110,40 @@ void Mutex::ReaderUnlock() {
   real(this);
 }
 
+#if ABSL_LTS_RELEASE_VERSION > 20220623
+// Newer abseil (Debian 13's 20240722) defines Await*, LockWhen* and
+// ReaderLockWhen* inline in the header, each a call to one of two private
+// members out of line: those are what the shim wraps there.
+bool Mutex::AwaitCommon(const Condition& cond,
+                        synchronization_internal::KernelTimeout t) {
+  using Function = bool (*)(Mutex*, const Condition&,
+                            synchronization_internal::KernelTimeout);
+  static const Function real = Real<Function>(
+      "5Mutex11AwaitCommonERKNS0_9ConditionENS0_24synchronization_internal13"
+      "KernelTimeoutE");
+  WrappedCondition wrapped{&cond, this};
+  __tsan_release(this);
+  const bool result = real(this, Condition(&EvalWrapped, &wrapped), t);
+  __tsan_acquire(this);
+  return result;
+}
+
+bool Mutex::LockWhenCommon(const Condition& cond,
+                           synchronization_internal::KernelTimeout t,
+                           bool write) {
+  using Function = bool (*)(Mutex*, const Condition&,
+                            synchronization_internal::KernelTimeout, bool);
+  static const Function real = Real<Function>(
+      "5Mutex14LockWhenCommonERKNS0_9ConditionENS0_24synchronization_internal"
+      "13KernelTimeoutEb");
+  WrappedCondition wrapped{&cond, this};
+  const bool result = real(this, Condition(&EvalWrapped, &wrapped), t, write);
+  __tsan_acquire(this);
+  return result;
+}
+#else
 void Mutex::Await(const Condition& cond) {
-  static const ::Await real = Real<::Await>("5Mutex5AwaitERKNS0_9ConditionE");
+  static const ::Await real = Real< ::Await>("5Mutex5AwaitERKNS0_9ConditionE");
   WrappedCondition wrapped{&cond, this};
   __tsan_release(this);
   real(this, Condition(&EvalWrapped, &wrapped));
@@ -140,7 +172,7 @@ bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
 
 void Mutex::LockWhen(const Condition& cond) {
   static const ::Await real =
-      Real<::Await>("5Mutex8LockWhenERKNS0_9ConditionE");
+      Real< ::Await>("5Mutex8LockWhenERKNS0_9ConditionE");
   WrappedCondition wrapped{&cond, this};
   real(this, Condition(&EvalWrapped, &wrapped));
   __tsan_acquire(this);
@@ -163,6 +195,8 @@ bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   __tsan_acquire(this);
   return result;
 }
+
+#endif  // ABSL_LTS_RELEASE_VERSION > 20220623
 
 ABSL_NAMESPACE_END
 }  // namespace absl

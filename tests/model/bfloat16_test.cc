@@ -22,6 +22,7 @@
 #include "server/model/peaked_model.h"
 #include "server/model/safetensors.h"
 #include "server/model/weight_layout.h"
+#include "tests/model/agreement_test_util.h"
 #include "tests/model/model_test_util.h"
 
 namespace favor::model {
@@ -145,24 +146,9 @@ TEST_F(BFloat16Test, StageByStageMatchesFloat32) {
 // 0.995) over inputs of 1 to 2k tokens; favor-model compare runs the full
 // 1,000 inputs of up to 8k.
 void ExpectSameEmbeddings(const std::string& directory) {
-  auto reference = Model::Load(directory);
-  ASSERT_TRUE(reference.ok()) << reference.status();
   ModelOptions options;
   options.dtype = ComputeDType::kBFloat16;
-  auto candidate = Model::Load(directory, options);
-  ASSERT_TRUE(candidate.ok()) << candidate.status();
-  AgreementOptions agreement_options;
-  agreement_options.num_inputs = 40;
-  agreement_options.max_tokens = 2048;
-  const auto agreement =
-      CompareEmbeddings(**reference, **candidate, agreement_options);
-  ASSERT_TRUE(agreement.ok()) << agreement.status();
-  EXPECT_EQ(agreement->num_inputs, 40);
-  EXPECT_GE(agreement->mean_cosine, 0.999);
-  EXPECT_GE(agreement->min_cosine, 0.995)
-      << "at an input of " << agreement->min_cosine_length << " tokens";
-  std::printf("%s: cosine mean %.6f, min %.6f\n", directory.c_str(),
-              agreement->mean_cosine, agreement->min_cosine);
+  ExpectEmbeddingsAgree(directory, options, 0.999, 0.995, directory);
 }
 
 TEST_F(BFloat16Test, DefaultModelKeepsItsEmbeddings) {
