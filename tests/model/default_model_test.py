@@ -13,7 +13,8 @@ Checks, in order:
      document of about 6,000 tokens: tokenizer, kernel and projection agree;
   3. drift: they equal the embeddings stored in default_model_embeddings.json
      to 1e-4 (a changed model or server shows here);
-  4. meaning: for each (anchor, related, unrelated) triple below, the anchor
+  4. README's Quick start: its three sentences give the cosines it prints;
+  5. meaning: for each (anchor, related, unrelated) triple below, the anchor
      is nearer the related text. The triples were written before the model
      was trained, and none comes from its training data. The model misses
      the ones in KNOWN_MISSES: they must still miss (so that the list says
@@ -21,8 +22,10 @@ Checks, in order:
      right fails here until the list loses it.
 """
 
+import ast
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -91,6 +94,17 @@ LONG_DOCUMENT = " ".join(
     f"Section {i}: the server reads long documents and attends linearly over "
     f"their tokens, so that a page of {i * 7} lines costs no more per token "
     "than a short sentence does." for i in range(200))
+
+
+def readme_example():
+    """The Quick start's sentences and the two cosines it shows."""
+    with open(os.path.join(_ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    listed = re.search(r"texts = (\[.*?\])\n", readme, re.S)
+    shown = re.search(r"# similar (-?[0-9.]+), unrelated (-?[0-9.]+)", readme)
+    if not listed or not shown:
+        return None, None
+    return ast.literal_eval(listed.group(1)), (shown.group(1), shown.group(2))
 
 
 def texts():
@@ -179,7 +193,18 @@ def main():
     id_lists = tokens.tokenize(favor_model_binary, model_dir, inputs)
     print(f"{len(inputs)} texts, the longest {max(map(len, id_lists))} tokens")
     reference = training_forward(model_dir, id_lists)
-    got = served(server, model_dir, inputs)
+    example, shown = readme_example()
+    if example is None:
+        failures.append("README's Quick start has no similarity example")
+        example = []
+    both = served(server, model_dir, inputs + example)
+    got, example_vectors = both[:len(inputs)], both[len(inputs):]
+    if example:
+        a, b, c = example_vectors
+        measured = (f"{float(a @ b):.2f}", f"{float(a @ c):.2f}")
+        print(f"README's example: similar {measured[0]}, unrelated {measured[1]}")
+        if measured != shown:
+            failures.append(f"README shows {shown}, the model gives {measured}")
     parity = (got - reference).abs().max().item()
     print(f"parity with the training forward: max |difference| {parity:.2e}")
     if not parity <= TOLERANCE:

@@ -5,7 +5,7 @@
 # - the link ignores the symbols that shared libraries leave unresolved
 #   (cuDNN's), so that the binaries link;
 # - the one command the build runs with a binary it built, favor-model init
-#   (the default model), goes through run_unless_cudnn_missing.sh, which
+#   (the random model), goes through run_unless_cudnn_missing.sh, which
 #   names it instead of failing the build when it cannot load;
 # - GoogleTest lists a test binary's tests when ctest runs, not after
 #   linking.
