@@ -47,6 +47,13 @@ TEST(ModelConfigTest, LearnedPositionsBoundTheSequenceLength) {
                     "max_sequence_length": 1024})",
                 {"field 'max_position_embeddings' is 512; learned absolute "
                  "positions need at least max_sequence_length (1024) rows"});
+  // The bound itself: one row short is refused, exactly enough is not.
+  ExpectInvalid(R"({"max_position_embeddings": 1023,
+                    "max_sequence_length": 1024})",
+                {"field 'max_position_embeddings' is 1023"});
+  EXPECT_TRUE(Parse(R"({"max_position_embeddings": 1024,
+      "max_sequence_length": 1024})")
+                  .ok());
   // Rotary and none accept any length.
   EXPECT_TRUE(Parse(R"({"position_embedding_type": "rotary",
       "max_position_embeddings": 512, "max_sequence_length": 1048576})")
