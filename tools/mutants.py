@@ -148,7 +148,10 @@ MUTANTS = [
        "static_cast<int64_t>(batch.requests.size()) <\n"
        "             policy.max_batch_requests",
        "static_cast<int64_t>(batch.requests.size()) <=\n"
-       "             policy.max_batch_requests", "batching"),
+       "             policy.max_batch_requests", "batching",
+       equivalent="Fits() is only called while !Full(), and Full() already "
+       "stops a batch at max_batch_requests, so the count check in Fits() "
+       "never decides"),
     _m("batch-high-streak-one-more", BAT + "batch_packing.cc",
        "off-by-one bound",
        "return high_led_in_a_row < policy.max_consecutive_high_batches",

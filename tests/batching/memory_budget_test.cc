@@ -70,6 +70,22 @@ TEST(MemoryBudgetTest, ReservesWhatIsChosenWithinTheRoomLeft) {
   EXPECT_THAT(changes, ElementsAre(400, 700, 300));
 }
 
+// A reload's new weights: they fit exactly in what is free (neither
+// resident nor reserved), one byte more is refused and counts nothing.
+TEST(MemoryBudgetTest, AddsWeightsThatFitExactlyInWhatIsFree) {
+  auto budget = MakeBudget(1000, 300, nullptr);
+  EXPECT_EQ(budget->Reserve([](int64_t) { return 200; }), 200);
+  const absl::Status refused = budget->AddWeights(501);  // 500 free
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(),
+              HasSubstr("300 resident, 200 reserved by batches, 500 free"));
+  EXPECT_EQ(budget->resident_bytes(), 300);
+  EXPECT_TRUE(budget->AddWeights(500).ok());
+  EXPECT_EQ(budget->resident_bytes(), 800);
+  budget->RemoveWeights(500);
+  EXPECT_EQ(budget->resident_bytes(), 300);
+}
+
 TEST(MemoryBudgetTest, TellsEveryListenerOfEveryRelease) {
   auto budget = MakeBudget(1000, 0, nullptr);
   int first = 0, second = 0;
