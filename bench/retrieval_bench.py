@@ -27,19 +27,15 @@ import collections
 import json
 import math
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 
 import torch
 
 _ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(_ROOT, "tools", "train_default"))
 import data  # noqa: E402
+import serving  # noqa: E402
 import tokens  # noqa: E402
 
 SPECIAL = {101, 102}  # [CLS], [SEP]
@@ -104,58 +100,6 @@ def metrics(scores, relevant):
             "mrr": (1.0 / (rank + 1).double()).mean().item()}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """favor-server on a repository holding one model, `default`."""
-
-    def __init__(self, binary, model_dir):
-        self.repository = tempfile.mkdtemp(prefix="favor_retrieval_")
-        shutil.copytree(model_dir, os.path.join(self.repository, "default"))
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [binary, "--model_repository", self.repository, "--port", "0",
-             "--metrics_port", "0", "--http_port", str(self.port),
-             "--bind_address", "127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def embed(self, texts, max_chars=65536, max_inputs=64):
-        vectors, batch, chars = [], [], 0
-        for text in texts:
-            if batch and (chars + len(text) > max_chars or len(batch) == max_inputs):
-                vectors += self._post(batch)
-                batch, chars = [], 0
-            batch.append(text)
-            chars += len(text)
-        if batch:
-            vectors += self._post(batch)
-        return torch.tensor(vectors, dtype=torch.float64)
-
-    def _post(self, texts):
-        body = json.dumps({"model": "default", "input": texts}).encode()
-        for attempt in range(600):
-            try:
-                request = urllib.request.Request(
-                    f"http://127.0.0.1:{self.port}/v1/embeddings", body,
-                    {"Content-Type": "application/json"})
-                with urllib.request.urlopen(request, timeout=600) as answer:
-                    return [d["embedding"] for d in json.load(answer)["data"]]
-            except (ConnectionError, urllib.error.URLError):
-                if self.process.poll() is not None or attempt == 599:
-                    raise
-                time.sleep(0.2)
-        raise AssertionError("unreachable")
-
-    def close(self):
-        self.process.terminate()
-        self.process.wait()
-        shutil.rmtree(self.repository, ignore_errors=True)
-
-
 def run(args):
     first_model = args.model[0].split("=", 1)[1]
     sets = load_sets(args.data, args.favor_model, first_model)
@@ -168,15 +112,12 @@ def run(args):
               f"documents; BM25 in {time.time() - start:.0f} s", file=sys.stderr)
     for spec in args.model:
         label, directory = spec.split("=", 1)
-        server = Server(args.server, directory)
-        try:
+        with serving.Server(args.server, directory) as server:
             for name, s in sets.items():
                 start = time.time()
                 q, d = server.embed(s["queries"]), server.embed(s["documents"])
                 results[(name, label)] = metrics(q @ d.T, s["relevant"])
                 print(f"{name}: {label} in {time.time() - start:.0f} s", file=sys.stderr)
-        finally:
-            server.close()
     print("| set | queries | documents | ranker | recall@1 | recall@10 | MRR |")
     print("|---|---:|---:|---|---:|---:|---:|")
     for (name, ranker), m in sorted(results.items(), key=lambda kv: list(sets).index(kv[0][0])):

@@ -26,13 +26,7 @@ import ast
 import json
 import os
 import re
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.request
 
 import torch
 
@@ -40,6 +34,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.join(_HERE, "..", "..")
 sys.path.insert(0, os.path.join(_ROOT, "tools", "train_default"))
 import model as favor_model  # noqa: E402
+import serving  # noqa: E402
 import tokens  # noqa: E402
 
 EXPECTED = os.path.join(_HERE, "default_model_embeddings.json")
@@ -150,38 +145,6 @@ def training_forward(model_dir, id_lists):
             for ids in id_lists]).double()
 
 
-def served(server, model_dir, inputs):
-    repository = tempfile.mkdtemp(prefix="favor_default_model_")
-    shutil.copytree(model_dir, os.path.join(repository, "default"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    process = subprocess.Popen(
-        [server, "--model_repository", repository, "--port", "0",
-         "--metrics_port", "0", "--http_port", str(port), "--bind_address", "127.0.0.1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        body = json.dumps({"model": "default", "input": inputs}).encode()
-        deadline = time.time() + 120
-        while True:
-            try:
-                request = urllib.request.Request(
-                    f"http://127.0.0.1:{port}/v1/embeddings", body,
-                    {"Content-Type": "application/json"})
-                with urllib.request.urlopen(request, timeout=120) as answer:
-                    data = json.load(answer)["data"]
-                    return torch.tensor([d["embedding"] for d in data], dtype=torch.float64)
-            except (ConnectionError, urllib.error.URLError):
-                if process.poll() is not None or time.time() > deadline:
-                    raise AssertionError("favor-server did not answer: " +
-                                         (process.stderr.read() if process.poll() is not None else "timeout"))
-                time.sleep(0.2)
-    finally:
-        process.terminate()
-        process.wait()
-        shutil.rmtree(repository, ignore_errors=True)
-
-
 def main():
     server, favor_model_binary, model_dir, generated_tokenizer = sys.argv[1:5]
     failures = []
@@ -197,7 +160,8 @@ def main():
     if example is None:
         failures.append("README's Quick start has no similarity example")
         example = []
-    both = served(server, model_dir, inputs + example)
+    with serving.Server(server, model_dir) as served:
+        both = served.embed(inputs + example)
     got, example_vectors = both[:len(inputs)], both[len(inputs):]
     if example:
         a, b, c = example_vectors
