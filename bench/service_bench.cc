@@ -7,7 +7,9 @@
 //      batching on (the default Batcher::Options) against one request per
 //      batch;
 //  (c) the same load on a model whose calls cost a fixed 5 ms whatever the
-//      batch: what the batcher gains where per-call overhead dominates.
+//      batch: what the batcher gains where per-call overhead dominates;
+//  (d) an input wanting its pooled vector and its token rows: one encoder
+//      pass, against the two passes of the runner before issue 17.
 // Uses the random model of the default's shape that the build generates
 // (build/random-models/random). Prints a table and the targets of
 // docs/performance.md as ratios from this run.
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -25,6 +28,7 @@
 #include "server/attention/cpu_allocator.h"
 #include "server/attention/parallelism.h"
 #include "server/model/model.h"
+#include "server/service/embed_runner.h"
 #include "tests/service/test_server.h"
 
 namespace favor {
@@ -181,6 +185,50 @@ BatchingResult Batching(const service::FavorService::Options& options,
   return result;
 }
 
+// (d) an input that wants its pooled vector and its token rows, through
+// the EmbedRunner in-process: one encoder pass, against the pooled vector
+// alone and against the two passes (pooled, then token rows) that the
+// runner made before issue 17. Fastest of `repeats`, interleaved.
+struct OnePassResult {
+  double pooled = 1e30, both = 1e30, two_passes = 1e30;  // seconds
+};
+
+OnePassResult OnePass(const model::Model& model, int64_t length,
+                      int repeats) {
+  const std::vector<int32_t> ids =
+      TokenIds(length, model.description().config.vocab_size);
+  const std::vector<int64_t> offsets = {0, length};
+  service::EmbedRunner runner(&model, batching::RealClock::Get());
+  const auto run = [&](bool token_rows) {
+    batching::Batch batch;
+    auto work = std::make_shared<service::EmbedWork>();
+    work->token_ids = ids;
+    work->include_token_embeddings = token_rows;
+    batch.requests.push_back(
+        std::make_unique<batching::Request>([](absl::Status) {}));
+    batch.requests.back()->payload = work;
+    if (!runner.RunBatch(0, &batch).ok()) std::abort();
+  };
+  OnePassResult result;
+  for (int r = 0; r < repeats; ++r) {
+    result.pooled = std::min(result.pooled, Fastest(1, [&] { run(false); }));
+    result.both = std::min(result.both, Fastest(1, [&] { run(true); }));
+    result.two_passes = std::min(result.two_passes, Fastest(1, [&] {
+      model::EmbedOptions pooled, rows;
+      rows.pooling = model::Pooling::kNone;
+      if (!model.Embed(ids, offsets, pooled).ok()) std::abort();
+      if (!model.Embed(ids, offsets, rows).ok()) std::abort();
+    }));
+  }
+  std::printf(
+      "\n(d) one %ld-token input wanting its pooled vector and token rows: "
+      "%.1f ms in one pass (%.1f ms for the pooled vector alone), %.1f ms in "
+      "the two passes of the runner before: %.2fx saved\n",
+      static_cast<long>(length), result.both * 1e3, result.pooled * 1e3,
+      result.two_passes * 1e3, result.two_passes / result.both);
+  return result;
+}
+
 void PrintTargets(const OverheadResult& overhead_4k,
                   const OverheadResult& overhead_32k,
                   const BatchingResult& real, const BatchingResult& fixed) {
@@ -244,7 +292,10 @@ int Run(double seconds) {
       "(c) the same on a model costing 5 ms per call whatever its batch: "
       "%.1f req/s batched, %.1f req/s one per batch, gain %.2fx\n",
       fixed.batched, fixed.unbatched, fixed.gain());
+  const OnePassResult one_pass = OnePass(**model, 4096, 5);
   PrintTargets(overhead_4k, overhead_32k, real, fixed);
+  std::printf("%-40s %8.3f\n", "pooled + token rows / pooled alone",
+              one_pass.both / one_pass.pooled);
   return 0;
 }
 

@@ -85,7 +85,7 @@ ABSL_FLAG(std::string, default_model, kService.default_model,
           "model of requests that name none; empty: 'default' if loaded, "
           "else the first by name");
 ABSL_FLAG(std::string, device, kModel.device,
-          "device of every model: cpu, cuda or cuda:N");
+          "device of every model and of Attend: cpu, cuda or cuda:N");
 ABSL_FLAG(std::string, dtype, "float32",
           "compute dtype: float32 (the same embeddings on every machine), "
           "bfloat16 (CUDA, or a CPU with AVX512-BF16 or AMX-BF16: about "
@@ -188,6 +188,7 @@ absl::StatusOr<FavorService::Options> ServiceOptionsFromFlags() {
       absl::GetFlag(FLAGS_max_attend_queue_requests);
   options.attend_limits.max_tensor_elements =
       absl::GetFlag(FLAGS_max_attend_tensor_elements);
+  options.attend_device = absl::GetFlag(FLAGS_device);
   return options;
 }
 

@@ -11,6 +11,7 @@
 #include "server/attention/features.h"
 #include "server/attention/head_group.h"
 #include "server/attention/linear_attention.h"
+#include "server/attention/padded_batch.h"
 #include "server/attention/torch_status.h"
 #include "server/common/status_macros.h"
 
@@ -144,16 +145,18 @@ absl::Status CheckPacked(const at::Tensor& q, const at::Tensor& k,
   return CheckOptions(options);
 }
 
-// Splits (H, L, ·) views of one sequence into groups: one head per group on
-// CPU (each a task for a thread), all heads together elsewhere (one batched
-// launch per chunk).
-void AddGroups(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-               const at::Tensor& keep, const at::Tensor& out,
-               std::vector<HeadGroup>& groups) {
-  if (!q.device().is_cpu()) {
-    groups.push_back({q, k, v, keep, out, {}});
-    return;
-  }
+// Off the CPU, or when asked to on it, sequences run batched
+// (AttentionOptions::cpu_schedule), in order on the calling thread.
+bool Batched(const at::Tensor& query, const AttentionOptions& options) {
+  return !query.device().is_cpu() ||
+         options.cpu_schedule == AttentionOptions::CpuSchedule::kBatched;
+}
+
+// Splits (H, L, ·) views of one sequence into groups of one head, each a
+// task for a CPU thread.
+void AddHeads(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+              const at::Tensor& keep, const at::Tensor& out,
+              std::vector<HeadGroup>& groups) {
   for (int64_t h = 0; h < q.size(0); ++h) {
     groups.push_back({q.narrow(0, h, 1),
                       k.narrow(0, h, 1),
@@ -166,15 +169,15 @@ void AddGroups(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 
 absl::Status Run(const at::Tensor& projection, int64_t head_dim,
                  c10::Device device, const AttentionOptions& options,
-                 const std::vector<HeadGroup>& groups) {
+                 const std::vector<HeadGroup>& groups, bool parallel) {
   if (options.kernel == Kernel::kSoftmaxExact) {
-    RunExactAttention(options, groups);
+    RunExactAttention(options, groups, parallel);
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const FeatureContext context,
                    FeatureContext::Create(options.kernel, projection, head_dim,
                                           device, options.feature_epsilon));
-  RunLinearAttention(context, options, groups);
+  RunLinearAttention(context, options, groups, parallel);
   return absl::OkStatus();
 }
 
@@ -194,16 +197,30 @@ absl::StatusOr<at::Tensor> Attend(const at::Tensor& query,
     at::Tensor out =
         at::empty({query.size(0), query.size(1), query.size(2), value.size(3)},
                   query.options());
+    const bool batched = Batched(query, options);
     std::vector<HeadGroup> groups;
-    for (int64_t b = 0; b < query.size(0); ++b) {
+    if (batched) {
+      // (B, H, L, ·) as one group of B·H rows, each with its batch's keep.
       at::Tensor keep;
       if (key_padding_mask.defined()) {
-        keep = key_padding_mask[b].logical_not().contiguous();
+        keep = key_padding_mask.logical_not()
+                   .unsqueeze(1)
+                   .expand({key.size(0), key.size(1), key.size(2)})
+                   .reshape({-1, key.size(2)});
       }
-      AddGroups(query[b], key[b], value[b], keep, out[b], groups);
+      groups.push_back({query.flatten(0, 1), key.flatten(0, 1),
+                        value.flatten(0, 1), keep, out.flatten(0, 1), {}});
+    } else {
+      for (int64_t b = 0; b < query.size(0); ++b) {
+        at::Tensor keep;
+        if (key_padding_mask.defined()) {
+          keep = key_padding_mask[b].logical_not().contiguous();
+        }
+        AddHeads(query[b], key[b], value[b], keep, out[b], groups);
+      }
     }
-    RETURN_IF_ERROR(
-        Run(projection, query.size(3), query.device(), options, groups));
+    RETURN_IF_ERROR(Run(projection, query.size(3), query.device(), options,
+                        groups, /*parallel=*/!batched));
     return out;
   });
 }
@@ -220,17 +237,25 @@ absl::StatusOr<at::Tensor> AttendPacked(const at::Tensor& query,
   return Guarded("packed attention", [&]() -> absl::StatusOr<at::Tensor> {
     at::Tensor out = at::empty({query.size(0), query.size(1), value.size(2)},
                                query.options());
+    if (Batched(query, options)) {
+      const PaddedBatch batch(query, key, value, query_offsets, key_offsets,
+                              out);
+      RETURN_IF_ERROR(Run(projection, query.size(2), query.device(), options,
+                          batch.groups(), /*parallel=*/false));
+      batch.WriteBack();
+      return out;
+    }
     std::vector<HeadGroup> groups;
     for (size_t s = 0; s + 1 < query_offsets.size(); ++s) {
       const int64_t q0 = query_offsets[s], q1 = query_offsets[s + 1];
       const int64_t k0 = key_offsets[s], k1 = key_offsets[s + 1];
-      AddGroups(query.narrow(0, q0, q1 - q0).transpose(0, 1),
-                key.narrow(0, k0, k1 - k0).transpose(0, 1),
-                value.narrow(0, k0, k1 - k0).transpose(0, 1), at::Tensor(),
-                out.narrow(0, q0, q1 - q0).transpose(0, 1), groups);
+      AddHeads(query.narrow(0, q0, q1 - q0).transpose(0, 1),
+               key.narrow(0, k0, k1 - k0).transpose(0, 1),
+               value.narrow(0, k0, k1 - k0).transpose(0, 1), at::Tensor(),
+               out.narrow(0, q0, q1 - q0).transpose(0, 1), groups);
     }
-    RETURN_IF_ERROR(
-        Run(projection, query.size(2), query.device(), options, groups));
+    RETURN_IF_ERROR(Run(projection, query.size(2), query.device(), options,
+                        groups, /*parallel=*/true));
     return out;
   });
 }

@@ -52,6 +52,17 @@ struct AttentionOptions {
   // Tile sizes of exact softmax attention (scores tile is query × key).
   int64_t exact_query_tile = 128;
   int64_t exact_key_tile = 1024;
+  // How sequences are scheduled on the CPU. kPerHead: each (sequence, head)
+  // is a task for a thread, on the fused FAVOR+ path where it applies.
+  // kBatched: as on every other device, the sequences of a batch are padded
+  // into a few groups (padded_batch.h), each one chain of LibTorch calls per
+  // chunk, in order on the calling thread (for tests and comparisons).
+  enum class CpuSchedule { kPerHead, kBatched };
+  CpuSchedule cpu_schedule = CpuSchedule::kPerHead;
+  // The softmax kernel on LibTorch's at::scaled_dot_product_attention where
+  // it has one (2.x; exact_attention.h says which groups); false: Favor's
+  // tiled kernel everywhere (for tests and comparisons).
+  bool softmax_on_libtorch = true;
 };
 
 // Dense batched attention. `projection` is the m×d matrix W (float32, any

@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "server/attention/cpu_kernels.h"
+#include "server/attention/keep_mask.h"
+#include "server/attention/torch_compat.h"
 
 namespace favor::attention {
 namespace {
@@ -37,8 +39,8 @@ at::Tensor MaskedScores(const HeadGroup& group, const at::Tensor& q,
   at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul_(scale);
   const float minus_inf = -std::numeric_limits<float>::infinity();
   if (group.keep.defined()) {
-    const at::Tensor keep = group.keep.narrow(0, k_begin, k_end - k_begin);
-    scores.masked_fill_(keep.logical_not().view({1, 1, -1}), minus_inf);
+    scores.masked_fill_(
+        DroppedColumns(KeepColumns(group.keep, k_begin, k_end)), minus_inf);
   }
   if (causal && k_end - 1 > q_begin) {
     const auto opts = at::TensorOptions().dtype(at::kLong).device(q.device());
@@ -85,17 +87,67 @@ void QueryTile(const HeadGroup& group, const AttentionOptions& options,
   group.out.narrow(1, q_begin, q_end - q_begin).copy_(out);
 }
 
+// Whether LibTorch's own attention takes `group` (exact_attention.h).
+bool LibTorchTakes(const HeadGroup& group, const AttentionOptions& options) {
+  if (!torch_compat::kHasScaledDotProductAttention ||
+      !options.softmax_on_libtorch) {
+    return false;
+  }
+  return !group.keep.defined() ||
+         group.query.size(0) * group.query.size(1) * group.key.size(1) <=
+             kMaxMaskedScores;
+}
+
+// The group's attention by at::scaled_dot_product_attention, on 4-D views
+// (1, G, L, ·) as its fused kernels require. A query that sees no key gets
+// zeros, as from the tiled kernel (LibTorch's softmax over nothing is NaN).
+void LibTorchAttention(const HeadGroup& group, bool causal) {
+  const int64_t g = group.query.size(0), lq = group.query.size(1);
+  const int64_t lk = group.key.size(1);
+  at::Tensor keep;  // (1 or G, 1 or Lq, Lk)
+  if (group.keep.defined()) {
+    keep = group.keep.view({group.keep.dim() == 2 ? g : 1, 1, lk});
+    if (causal) {
+      keep = keep.logical_and(
+          at::ones({lq, lk}, keep.options()).tril().unsqueeze(0));
+    }
+  }
+  at::Tensor out = *torch_compat::ScaledDotProductAttention(
+      group.query.unsqueeze(0), group.key.unsqueeze(0),
+      group.value.unsqueeze(0),
+      keep.defined() ? keep.unsqueeze(0) : at::Tensor(),
+      causal && !keep.defined());
+  out = out.squeeze(0);
+  if (keep.defined()) {
+    out.masked_fill_(keep.any(-1).logical_not().unsqueeze(-1), 0);
+  }
+  group.out.copy_(out);
+}
+
 }  // namespace
 
 void RunExactAttention(const AttentionOptions& options,
-                       const std::vector<HeadGroup>& groups) {
+                       const std::vector<HeadGroup>& groups, bool parallel) {
   if (groups.empty()) return;
-  const bool parallel = groups.front().query.device().is_cpu();
+  std::vector<HeadGroup> tiled;
+  std::vector<const HeadGroup*> on_libtorch;
+  for (const HeadGroup& group : groups) {
+    if (LibTorchTakes(group, options)) {
+      on_libtorch.push_back(&group);
+    } else {
+      tiled.push_back(group);
+    }
+  }
+  ForEachTask(static_cast<int64_t>(on_libtorch.size()), parallel,
+              [&](int64_t i) {
+                LibTorchAttention(*on_libtorch[i], options.causal);
+              });
+  if (tiled.empty()) return;
   const std::vector<TokenRange> tiles = SplitIntoRanges(
-      groups.size(), [&](size_t g) { return groups[g].query.size(1); },
+      tiled.size(), [&](size_t g) { return tiled[g].query.size(1); },
       options.exact_query_tile, std::numeric_limits<int64_t>::max() / 2);
   ForEachTask(static_cast<int64_t>(tiles.size()), parallel, [&](int64_t i) {
-    QueryTile(groups[tiles[i].group], options, tiles[i].begin, tiles[i].end);
+    QueryTile(tiled[tiles[i].group], options, tiles[i].begin, tiles[i].end);
   });
 }
 

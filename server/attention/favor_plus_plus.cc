@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "server/attention/cpu_kernels.h"
+#include "server/attention/keep_mask.h"
 
 namespace favor::attention {
 namespace {
@@ -90,14 +91,14 @@ RowMoments MomentsOf(const at::Tensor& x, const at::Tensor& keep,
   const auto opts = x.options().dtype(at::kDouble);
   RowMoments moments{at::zeros({x.size(0)}, opts),
                      at::zeros({x.size(0), x.size(2)}, opts),
-                     keep.defined() ? keep.sum().to(at::kDouble)
+                     keep.defined() ? keep.sum(-1).to(at::kDouble)
                                     : at::full({}, double(x.size(1)), opts)};
   for (int64_t start = 0; start < x.size(1); start += chunk_tokens) {
     const int64_t rows = std::min(chunk_tokens, x.size(1) - start);
     at::Tensor chunk = x.narrow(1, start, rows).to(at::kFloat);
     if (keep.defined()) {
       chunk = chunk.masked_fill(
-          keep.narrow(0, start, rows).logical_not().view({1, -1, 1}), 0.0f);
+          DroppedRows(KeepColumns(keep, start, start + rows)), 0.0f);
     }
     moments.sum_squared_norms.add_(chunk.square().sum({1, 2}));
     moments.sums.add_(chunk.sum(1));

@@ -33,11 +33,11 @@ namespace favor::attention {
 struct RowMoments {
   at::Tensor sum_squared_norms;  // (G) Σ‖x‖²
   at::Tensor sums;               // (G, d) Σx
-  at::Tensor count;              // () the number of rows summed
+  at::Tensor count;  // () or, with a keep per row, (G): the rows summed
 };
 
-// The moments of x (G, L, d) over the rows where keep (L, bool; undefined:
-// all) is true, `chunk_tokens` rows at a time (never an L-sized temporary).
+// The moments of x (G, L, d) over the rows where keep (L or (G, L), bool;
+// undefined: all) is true, `chunk_tokens` rows at a time (never an L-sized temporary).
 RowMoments MomentsOf(const at::Tensor& x, const at::Tensor& keep,
                      int64_t chunk_tokens);
 

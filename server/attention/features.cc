@@ -7,13 +7,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/attention/keep_mask.h"
 
 namespace favor::attention {
 namespace {
 
 at::Tensor MaskRows(const at::Tensor& u, const at::Tensor& keep) {
   if (!keep.defined()) return u;
-  return u.masked_fill(keep.logical_not().view({1, -1, 1}),
+  return u.masked_fill(DroppedRows(keep),
                        -std::numeric_limits<float>::infinity());
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/attention/features.h"
+#include "server/attention/keep_mask.h"
 
 namespace favor::attention {
 
@@ -19,7 +20,10 @@ struct HeadGroup {
   at::Tensor query;  // (G, Lq, d), any float dtype, rows may be strided
   at::Tensor key;    // (G, Lk, d)
   at::Tensor value;  // (G, Lk, dv)
-  at::Tensor keep;   // (Lk) bool on the same device, or undefined: keep all
+  // Keys that take part, bool on the same device: (Lk) shared by the
+  // group's rows, (G, Lk) one per row (sequences padded into one group), or
+  // undefined: keep all.
+  at::Tensor keep;
   at::Tensor out;    // (G, Lq, dv) view the result is written into
   // FAVOR++ only: the group's own feature map, chosen from its queries and
   // keys before any feature is computed (favor_plus_plus.h).

@@ -96,7 +96,7 @@ KeyState LinearAttention::EmptyState(const HeadGroup& group) const {
 at::Tensor LinearAttention::KeepSlice(const HeadGroup& group, int64_t begin,
                                       int64_t end) const {
   if (!group.keep.defined()) return at::Tensor();
-  return group.keep.narrow(0, begin, end - begin);
+  return KeepColumns(group.keep, begin, end);
 }
 
 at::Tensor LinearAttention::ValuesWithOnes(const HeadGroup& group,
@@ -106,7 +106,7 @@ at::Tensor LinearAttention::ValuesWithOnes(const HeadGroup& group,
   at::Tensor with_ones = at::cat({v, ones}, -1);
   const at::Tensor keep = KeepSlice(group, begin, end);
   if (!keep.defined()) return with_ones;
-  return with_ones.masked_fill(keep.logical_not().view({1, -1, 1}), 0.0f);
+  return with_ones.masked_fill(DroppedRows(keep), 0.0f);
 }
 
 KeyState LinearAttention::AccumulateKeys(const HeadGroup& group, int64_t begin,
@@ -127,7 +127,7 @@ KeyState LinearAttention::AccumulateKeys(const HeadGroup& group, int64_t begin,
     }
     at::Tensor features = context_.KeyFeatures(u, half, state.shift);
     if (keep.defined()) {
-      features.masked_fill_(keep.logical_not().view({1, -1, 1}), 0.0f);
+      features.masked_fill_(DroppedRows(keep), 0.0f);
     }
     const at::Tensor values = ValuesWithOnes(group, start, stop);
     state.sums.baddbmm_(features.transpose(1, 2), values);
@@ -203,7 +203,7 @@ LinearAttention::ChunkTerms LinearAttention::CausalTerms(
   if (with_epsilon) terms.key_features.add_(context_.epsilon());
   const at::Tensor keep = KeepSlice(group, begin, end);
   if (keep.defined()) {
-    terms.key_features.masked_fill_(keep.logical_not().view({1, -1, 1}), 0.0f);
+    terms.key_features.masked_fill_(DroppedRows(keep), 0.0f);
   }
   terms.values = ValuesWithOnes(group, begin, end);
   return terms;
@@ -362,10 +362,9 @@ void RunCausal(const LinearAttention& attention,
 
 void RunLinearAttention(const FeatureContext& context,
                         const AttentionOptions& options,
-                        const std::vector<HeadGroup>& groups) {
+                        const std::vector<HeadGroup>& groups, bool parallel) {
   if (groups.empty()) return;
   const LinearAttention attention(context, options);
-  const bool parallel = groups.front().query.device().is_cpu();
   // FAVOR++ picks each group's feature map from its statistics first; the
   // causal path uses the whole sequence's (docs/attention.md says why).
   std::vector<HeadGroup> with_logits;

@@ -11,11 +11,12 @@
 
 namespace favor::attention {
 
-// Computes every group's output in place. May throw c10::Error (the caller,
+// Computes every group's output in place: on the CPU's intra-op threads
+// when `parallel`, else in order on the calling thread. May throw c10::Error (the caller,
 // attention.cc, is the adapter that turns it into a Status).
 void RunLinearAttention(const FeatureContext& context,
                         const AttentionOptions& options,
-                        const std::vector<HeadGroup>& groups);
+                        const std::vector<HeadGroup>& groups, bool parallel);
 
 }  // namespace favor::attention
 

@@ -37,14 +37,20 @@ class Allocator : public c10::Allocator {
 // the CPU, FlashAttention on a GPU).
 inline constexpr bool kHasScaledDotProductAttention = TORCH_VERSION_MAJOR >= 2;
 
-// at::scaled_dot_product_attention(query, key, value) where LibTorch has it
-// (query, key, value: [..., length, dim]); nullopt on 1.13.
+// at::scaled_dot_product_attention(query, key, value, mask, causal) where
+// LibTorch has it (query, key, value: [..., length, dim]; mask: bool, true
+// where a key takes part, broadcastable to the scores, or undefined; causal
+// only without a mask); nullopt on 1.13.
 inline std::optional<at::Tensor> ScaledDotProductAttention(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value) {
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+    const at::Tensor& mask = {}, bool causal = false) {
 #if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(query, key, value);
+  return at::scaled_dot_product_attention(
+      query, key, value,
+      mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt,
+      /*dropout_p=*/0.0, causal);
 #else
-  (void)query, (void)key, (void)value;
+  (void)query, (void)key, (void)value, (void)mask, (void)causal;
   return std::nullopt;
 #endif
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "server/attention/cpu_features.h"
+#include "server/attention/device.h"
 #include "server/attention/torch_status.h"
 #include "server/common/status_macros.h"
 #include "server/model/encoder.h"
@@ -41,8 +42,7 @@ at::ScalarType ScalarTypeOf(ComputeDType dtype) {
 }
 
 absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
-  const std::string& name = options.device;
-  if (name == "cpu") {
+  if (options.device == "cpu") {
     if (options.dtype == ComputeDType::kFloat16) {
       return absl::InvalidArgumentError(
           "dtype float16 needs a CUDA device; CPU models run in float32 or "
@@ -51,27 +51,8 @@ absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
     if (options.dtype == ComputeDType::kBFloat16) {
       RETURN_IF_ERROR(attention::cpu::CheckBFloat16Support());
     }
-    return c10::Device(c10::kCPU);
   }
-  if (name != "cuda" && name.rfind("cuda:", 0) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "device '", name, "' is not \"cpu\", \"cuda\" or \"cuda:N\""));
-  }
-  c10::Device device(c10::kCPU);
-  try {
-    device = c10::Device(name);
-  } catch (const c10::Error&) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("device '", name, "' is not \"cuda:N\""));
-  }
-  const int64_t available = at::hasCUDA() ? at::getNumGPUs() : 0;
-  const int64_t index = device.has_index() ? device.index() : 0;
-  if (index >= available) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "device '", name, "' is not available: LibTorch sees ", available,
-        " CUDA device(s)", at::hasCUDA() ? "" : " (built without CUDA)"));
-  }
-  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+  return attention::ParseDevice(options.device);
 }
 
 absl::Status CheckModelOptions(const ModelOptions& options) {

@@ -9,7 +9,12 @@
 #ifndef FAVOR_SERVER_SERVICE_ATTEND_RUNNER_H_
 #define FAVOR_SERVER_SERVICE_ATTEND_RUNNER_H_
 
+#include <memory>
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "favor/v1/favor.pb.h"
 #include "server/batching/clock.h"
@@ -27,19 +32,32 @@ struct AttendWork {
   absl::Duration compute_time;
 };
 
-// Computes one attention (see above); INVALID_ARGUMENT for NaN or infinity
-// in a tensor, INTERNAL for a LibTorch failure.
+// Computes one attention on `device` (a name that attention::ParseDevice
+// accepts: "cpu", "cuda" or "cuda:N"); the tensors are copied there and the
+// output back (attend_inputs.h). INVALID_ARGUMENT for NaN or infinity in a
+// tensor or for a bad device, RESOURCE_EXHAUSTED when the device runs out
+// of memory, INTERNAL for another LibTorch failure.
 absl::Status ComputeAttend(const AttendPlan& plan,
                            const v1::AttendRequest& request,
+                           absl::string_view device,
                            v1::AttendResponse* response);
 
 class AttendRunner final : public batching::ModelRunner {
  public:
-  explicit AttendRunner(batching::Clock* clock) : clock_(clock) {}
+  // Runs every Attend call on `device` (the models' device, --device);
+  // INVALID_ARGUMENT when attention::ParseDevice refuses it. `clock` must
+  // outlive the runner.
+  static absl::StatusOr<std::unique_ptr<AttendRunner>> Create(
+      batching::Clock* clock, const std::string& device);
+
   absl::Status RunBatch(int worker_index, batching::Batch* batch) override;
 
  private:
+  AttendRunner(batching::Clock* clock, const std::string& device)
+      : clock_(clock), device_(device) {}
+
   batching::Clock* const clock_;
+  const std::string device_;
 };
 
 }  // namespace favor::service

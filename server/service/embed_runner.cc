@@ -3,7 +3,6 @@
 #include <exception>
 #include <map>
 #include <memory>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
@@ -82,15 +81,15 @@ absl::Status EmbedRunner::RunGroup(const Group& group) const {
 
 absl::Status EmbedRunner::RunBatch(int worker_index, batching::Batch* batch) {
   const absl::Time start = clock_->Now();
-  // Key: (pooling, whether the token vectors are wanted).
-  std::map<std::pair<int, bool>, Group> groups;
+  // One pass per pooling: it returns the token vectors as well when any of
+  // its requests wants them, and each request takes what it asked for.
+  std::map<int, Group> groups;
   for (auto& request : batch->requests) {
     auto* work = static_cast<EmbedWork*>(request->payload.get());
     work->queue_time = start - request->enqueue_time;
-    const bool vectors = WantsTokenVectors(*work);
-    Group& group = groups[{static_cast<int>(work->pooling), vectors}];
+    Group& group = groups[static_cast<int>(work->pooling)];
     group.pooling = work->pooling;
-    group.token_vectors = vectors;
+    group.token_vectors = group.token_vectors || WantsTokenVectors(*work);
     group.works.push_back(work);
     group.requests.push_back(request.get());
   }

@@ -1,10 +1,10 @@
 // The ModelRunner of one model's Batcher: packs the batch's sequences into
 // one token list plus offsets, calls Model::Embed, and writes each request's
 // rows back into its payload (EmbedWork). Requests in one batch may ask for
-// different poolings; each distinct choice is one Embed call (normally there
-// is one), and so is wanting the token vectors (for token embeddings or
-// late-chunking spans), which the model returns from the same pass as the
-// pooled rows. The model is asked for raw vectors: the call's
+// different poolings; each distinct pooling is one Embed call (normally
+// there is one), which also returns the token vectors (for token embeddings
+// or late-chunking spans) from the same pass when any of its requests wants
+// them. The model is asked for raw vectors: the call's
 // normalisation and Matryoshka cut are applied when the answer is written
 // (EmbedGather), and spans are mean-pooled here, on the batch worker, from
 // the sequence's token vectors (span_pooling.h).

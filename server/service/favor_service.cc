@@ -60,7 +60,8 @@ FavorService::FavorService(const Options& options, metrics::Metrics* metrics,
       clock_(clock != nullptr ? clock : batching::RealClock::Get()) {}
 
 absl::Status FavorService::StartAttendBatcher() {
-  attend_runner_ = std::make_unique<AttendRunner>(clock_);
+  ASSIGN_OR_RETURN(attend_runner_,
+                   AttendRunner::Create(clock_, options_.attend_device));
   ASSIGN_OR_RETURN(attend_batcher_,
                    batching::Batcher::Create(options_.attend_batching,
                                              attend_runner_.get(), clock_));

@@ -107,6 +107,9 @@ class FavorService final : public v1::Favor::CallbackService,
     batching::Batcher::Options embed_batching;
     // Options of the Attend batcher, and the size limits of its tensors.
     batching::Batcher::Options attend_batching = DefaultAttendBatching();
+    // Where Attend computes: "cpu", "cuda" or "cuda:N" (the models'
+    // device, favor-server's --device).
+    std::string attend_device = "cpu";
     AttendLimits attend_limits;
     // The model of requests that name none. Empty: "default" if there is a
     // model of that name, else the first model by name.

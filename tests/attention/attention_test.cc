@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "server/attention/cpu_gemm.h"
 #include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/feature_map.h"
 #include "server/attention/projection.h"
+#include "server/attention/torch_compat.h"
+#include "tests/attention/aten_calls.h"
 
 namespace favor::attention {
 namespace {
@@ -50,6 +54,15 @@ AttentionOptions Options(Kernel kernel, bool causal) {
   options.exact_query_tile = 16;
   options.exact_key_tile = 24;
   return options;
+}
+
+const AttentionOptions::CpuSchedule kSchedules[] = {
+    AttentionOptions::CpuSchedule::kPerHead,
+    AttentionOptions::CpuSchedule::kBatched};
+
+const char* ScheduleName(AttentionOptions::CpuSchedule schedule) {
+  return schedule == AttentionOptions::CpuSchedule::kBatched ? " batched"
+                                                             : " per head";
 }
 
 at::Tensor AttendOrDie(const at::Tensor& q, const at::Tensor& k,
@@ -155,6 +168,56 @@ TEST(ExactAttentionTest, CrossAttentionMatchesDirectSoftmax) {
   EXPECT_LT(RelativeError(out, DirectSoftmax(in.q, in.k, in.v, false)), 1e-5);
 }
 
+// LibTorch 2.x's at::scaled_dot_product_attention runs the softmax kernel
+// (exact_attention.h): it is called, and it equals Favor's tiled kernel with
+// and without padding, causal or not, on both schedules, in float32 and
+// bfloat16 (a fully padded sequence gets zeros from both). On LibTorch 1.13
+// there is none, and the test says so; trixie.Cpu runs it on 2.6.
+TEST(ExactAttentionTest, LibTorchsAttentionEqualsTheTiledKernel) {
+  if (!torch_compat::kHasScaledDotProductAttention) {
+    GTEST_SKIP() << "LibTorch " << TORCH_VERSION
+                 << " has no scaled_dot_product_attention (ctest trixie.Cpu "
+                    "runs this on 2.6)";
+  }
+  const Inputs in = RandomInputs(3, 70, 70, 13);
+  at::Tensor mask = at::zeros({3, 70}, at::kBool);
+  mask[1].narrow(0, 40, 30).fill_(true);
+  mask[2].fill_(true);
+  for (const bool masked : {false, true}) {
+    for (const bool causal : {false, true}) {
+      for (const AttentionOptions::CpuSchedule schedule : kSchedules) {
+        for (const at::ScalarType type : {at::kFloat, at::kBFloat16}) {
+          AttentionOptions options = Options(Kernel::kSoftmaxExact, causal);
+          options.cpu_schedule = schedule;
+          const at::Tensor padding = masked ? mask : at::Tensor();
+          const auto attend = [&] {
+            return AttendOrDie(in.q.to(type), in.k.to(type), in.v.to(type),
+                               padding, options);
+          };
+          at::Tensor on_libtorch;
+          const auto calls = attention_testing::AtenCalls(
+              [&] { on_libtorch = attend(); });
+          EXPECT_GT(calls.count("aten::scaled_dot_product_attention"), 0u);
+          options.softmax_on_libtorch = false;
+          const at::Tensor tiled = attend();
+          const std::string where =
+              std::string(masked ? "masked" : "unmasked") +
+              (causal ? " causal " : " ") + c10::toString(type) +
+              ScheduleName(schedule);
+          EXPECT_LT(RelativeError(on_libtorch, tiled),
+                    type == at::kFloat ? 1e-5 : 2e-2)
+              << where;
+          if (masked) {
+            EXPECT_TRUE(at::equal(on_libtorch[2],
+                                  at::zeros_like(on_libtorch[2])))
+                << where;
+          }
+        }
+      }
+    }
+  }
+}
+
 class LinearKernelTest : public testing::TestWithParam<Kernel> {};
 
 TEST_P(LinearKernelTest, NonCausalMatchesExplicitComputation) {
@@ -241,9 +304,13 @@ class AllKernelsTest : public testing::TestWithParam<Kernel> {};
 
 // Packed sequences, each with its own key sums and key max, give what each
 // sequence gives alone, whatever it is packed with: the neighbours here have
-// ten times larger keys, so a shared max would change the result.
+// ten times larger keys, so a shared max would change the result. Batched
+// (as on a GPU), the sequences are padded into one group, each row with its
+// own keep mask; alone is the CPU's per-head schedule.
 TEST_P(AllKernelsTest, PackedEqualsOneSequenceAtATime) {
-  for (bool causal : {false, true}) {
+  for (const auto& [causal, schedule] :
+       {std::pair{false, kSchedules[0]}, std::pair{true, kSchedules[0]},
+        std::pair{false, kSchedules[1]}, std::pair{true, kSchedules[1]}}) {
     at::manual_seed(7);
     const std::vector<int64_t> lengths = {37, 1, 90, 0, 20};
     std::vector<int64_t> offsets = {0};
@@ -257,8 +324,10 @@ TEST_P(AllKernelsTest, PackedEqualsOneSequenceAtATime) {
       offsets.push_back(offsets.back() + lengths[s]);
     }
     const AttentionOptions options = Options(GetParam(), causal);
+    AttentionOptions scheduled = options;
+    scheduled.cpu_schedule = schedule;
     auto packed = AttendPacked(at::cat(qs), at::cat(ks), at::cat(vs), offsets,
-                               offsets, TestProjection(), options);
+                               offsets, TestProjection(), scheduled);
     ASSERT_TRUE(packed.ok()) << packed.status();
     for (size_t s = 0; s < lengths.size(); ++s) {
       if (lengths[s] == 0) continue;
@@ -271,7 +340,8 @@ TEST_P(AllKernelsTest, PackedEqualsOneSequenceAtATime) {
               .permute({1, 0, 2});
       EXPECT_LT(RelativeError(packed->narrow(0, offsets[s], lengths[s]), alone),
                 1e-5)
-          << "sequence " << s << " causal=" << causal;
+          << "sequence " << s << " causal=" << causal
+          << ScheduleName(schedule);
     }
   }
 }
@@ -279,7 +349,9 @@ TEST_P(AllKernelsTest, PackedEqualsOneSequenceAtATime) {
 // A padded batch equals its unpadded sequences: padding keys (filled with
 // large garbage here) are ignored by every query.
 TEST_P(AllKernelsTest, PaddedBatchEqualsUnpaddedSequences) {
-  for (bool causal : {false, true}) {
+  for (const auto& [causal, schedule] :
+       {std::pair{false, kSchedules[0]}, std::pair{true, kSchedules[0]},
+        std::pair{false, kSchedules[1]}, std::pair{true, kSchedules[1]}}) {
     const Inputs in = RandomInputs(2, 80, 80, 8, InputScale(GetParam()));
     const int64_t lengths[2] = {50, 80};
     at::Tensor k = in.k.clone(), v = in.v.clone();
@@ -288,7 +360,9 @@ TEST_P(AllKernelsTest, PaddedBatchEqualsUnpaddedSequences) {
     v[0].narrow(1, 50, 30).fill_(1000.0f);
     mask[0].narrow(0, 50, 30).fill_(true);
     const AttentionOptions options = Options(GetParam(), causal);
-    const at::Tensor padded = AttendOrDie(in.q, k, v, mask, options);
+    AttentionOptions scheduled = options;
+    scheduled.cpu_schedule = schedule;
+    const at::Tensor padded = AttendOrDie(in.q, k, v, mask, scheduled);
     for (int b = 0; b < 2; ++b) {
       const int64_t n = lengths[b];
       const at::Tensor alone = AttendOrDie(in.q.narrow(0, b, 1).narrow(2, 0, n),
@@ -297,17 +371,23 @@ TEST_P(AllKernelsTest, PaddedBatchEqualsUnpaddedSequences) {
                                            at::Tensor(), options);
       EXPECT_LT(RelativeError(padded.narrow(0, b, 1).narrow(2, 0, n), alone),
                 1e-5)
-          << "batch " << b << " causal=" << causal;
+          << "batch " << b << " causal=" << causal << ScheduleName(schedule);
     }
   }
 }
 
 TEST_P(AllKernelsTest, NoKeyToAttendToGivesZeros) {
-  const Inputs in = RandomInputs(1, 10, 10, 9);
-  const at::Tensor mask = at::ones({1, 10}, at::kBool);
-  const at::Tensor out =
-      AttendOrDie(in.q, in.k, in.v, mask, Options(GetParam(), false));
-  EXPECT_TRUE(at::equal(out, at::zeros_like(out)));
+  const Inputs in = RandomInputs(2, 10, 10, 9);
+  at::Tensor mask = at::zeros({2, 10}, at::kBool);
+  mask[0].fill_(true);
+  for (const AttentionOptions::CpuSchedule schedule : kSchedules) {
+    AttentionOptions options = Options(GetParam(), false);
+    options.cpu_schedule = schedule;
+    const at::Tensor out = AttendOrDie(in.q, in.k, in.v, mask, options);
+    EXPECT_TRUE(at::equal(out[0], at::zeros_like(out[0])))
+        << ScheduleName(schedule);
+    EXPECT_GT(out[1].abs().max().item<float>(), 0.0f) << ScheduleName(schedule);
+  }
 }
 
 TEST_P(AllKernelsTest, HalfPrecisionInputsFollowFloat32) {

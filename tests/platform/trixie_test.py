@@ -54,7 +54,7 @@ CUDA_SANDBOX_CMAKE = "/favor/src/tests/platform/cuda_sandbox.cmake"
 # What the CUDA stage compiles and links (Ninja targets; dir/all builds a
 # folder's targets).
 CUDA_TARGETS = ["favor_server", "favor_model_cli", "tests/attention/all",
-                "tests/model/all", "bench/all"]
+                "tests/model/all", "service_attend_runner_test", "bench/all"]
 EXCLUDED_LABELS = "container|deploy|trixie"
 
 

@@ -1,20 +1,25 @@
 // ComputeAttend's choice of projection: a seeded request draws exactly the
 // matrix the attention library draws for its random_features, and the
 // three kinds give three different attentions on non-degenerate inputs.
+// Its inputs land on the runner's device (LibTorch's meta device here; a
+// CUDA device where there is one, against the CPU).
 // And Attend through the service, over gRPC, on random inputs with every
 // kernel: the library's own output for the same tensors.
 #include "server/service/attend_runner.h"
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/attention/attention.h"
 #include "server/attention/projection.h"
+#include "server/service/attend_inputs.h"
 #include "server/service/attend_validation.h"
 #include "tests/service/fake_service_fixture.h"
 
@@ -50,7 +55,7 @@ std::vector<float> Attend(const v1::AttendRequest& request) {
       ValidateAttendRequest(request, AttendLimits());
   EXPECT_TRUE(plan.ok()) << plan.status();
   v1::AttendResponse response;
-  const absl::Status status = ComputeAttend(*plan, request, &response);
+  const absl::Status status = ComputeAttend(*plan, request, "cpu", &response);
   EXPECT_TRUE(status.ok()) << status;
   return FloatsOf(response.output());
 }
@@ -96,6 +101,66 @@ at::Tensor TensorFrom(const v1::Tensor& tensor) {
   std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
   std::vector<float> values = FloatsOf(tensor);
   return at::tensor(values).view(shape).clone();
+}
+
+AttendPlan PlanOf(const v1::AttendRequest& request) {
+  absl::StatusOr<AttendPlan> plan =
+      ValidateAttendRequest(request, AttendLimits());
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : AttendPlan();
+}
+
+// Every tensor the attention library gets is on the runner's device, the
+// key padding mask and the drawn projection included. The meta device
+// holds shapes and no data, so this runs on any machine.
+TEST(PlaceAttendInputsTest, EveryTensorLandsOnTheDevice) {
+  v1::AttendRequest request = RandomAttend();
+  for (int i = 0; i < 2 * 7; ++i) request.add_key_padding_mask(i % 7 >= 5);
+  const c10::Device meta(c10::kMeta);
+  absl::StatusOr<AttendInputs> in =
+      PlaceAttendInputs(PlanOf(request), request, meta);
+  ASSERT_TRUE(in.ok()) << in.status();
+  for (const at::Tensor* t : {&in->query, &in->key, &in->value,
+                              &in->projection, &in->key_padding_mask}) {
+    ASSERT_TRUE(t->defined());
+    EXPECT_EQ(t->device(), meta);
+  }
+  EXPECT_EQ(in->query.sizes(), at::IntArrayRef({2, 3, 5, kHeadDim}));
+  EXPECT_EQ(in->projection.sizes(), at::IntArrayRef({kFeatures, kHeadDim}));
+  EXPECT_EQ(in->key_padding_mask.scalar_type(), at::kBool);
+}
+
+TEST(PlaceAttendInputsTest, OnTheCpuTheyAreTheRequestsValues) {
+  v1::AttendRequest request = RandomAttend();
+  for (int i = 0; i < 2 * 7; ++i) request.add_key_padding_mask(i % 7 >= 5);
+  absl::StatusOr<AttendInputs> in =
+      PlaceAttendInputs(PlanOf(request), request, c10::Device(c10::kCPU));
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_TRUE(at::equal(in->key, TensorFrom(request.key())));
+  EXPECT_TRUE(in->key_padding_mask[1][5].item<bool>());
+  EXPECT_FALSE(in->key_padding_mask[1][4].item<bool>());
+}
+
+TEST(PlaceAttendInputsTest, NaNIsRefusedOnTheHostNamingTheField) {
+  v1::AttendRequest request = RandomAttend();
+  std::vector<float> values = FloatsOf(request.value());
+  values[3] = std::nanf("");
+  *request.mutable_value() = TensorOf({2, 3, 7, 4}, values);
+  const absl::StatusOr<AttendInputs> in =
+      PlaceAttendInputs(PlanOf(request), request, c10::Device(c10::kMeta));
+  EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(in.status().message(), ::testing::HasSubstr("value.data"));
+}
+
+TEST(AttendRunnerTest, CreateRefusesADeviceItCannotUse) {
+  EXPECT_EQ(AttendRunner::Create(nullptr, "tpu").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(AttendRunner::Create(nullptr, "cpu").ok());
+  const int64_t gpus = at::hasCUDA() ? at::getNumGPUs() : 0;
+  const absl::Status past_the_last =
+      AttendRunner::Create(nullptr, absl::StrCat("cuda:", gpus)).status();
+  EXPECT_EQ(past_the_last.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(past_the_last.message(), ::testing::HasSubstr("not available"));
 }
 
 struct AttendCase {
@@ -176,6 +241,30 @@ TEST_F(FakeServiceTest, AttendOnRandomInputsIsTheLibrarysAttention) {
       // the first one's, and the heads differ.
       EXPECT_GT((want[0][0] - want[0][1]).abs().max().item<double>(), 1e-2)
           << kernel;
+    }
+  }
+}
+
+// Where LibTorch sees a CUDA device (compiled everywhere; scripts/gpu-bench.sh
+// runs it on a GPU): Attend on it equals Attend on the CPU, every kernel.
+TEST(ComputeAttendTest, OnCudaItIsTheCpusAttention) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "LibTorch sees no CUDA device";
+  for (const char* kernel : {"softmax", "favor+", "favor++", "hyperbolic",
+                             "trig", "relu", "elu+1", "exp"}) {
+    for (bool causal : {false, true}) {
+      const v1::AttendRequest request = RandomMaskedAttend({kernel, causal});
+      const AttendPlan plan = PlanOf(request);
+      v1::AttendResponse on_cpu, on_cuda;
+      ASSERT_TRUE(ComputeAttend(plan, request, "cpu", &on_cpu).ok());
+      const absl::Status status =
+          ComputeAttend(plan, request, "cuda", &on_cuda);
+      ASSERT_TRUE(status.ok()) << kernel << ": " << status;
+      const at::Tensor want = TensorFrom(on_cpu.output());
+      const double error =
+          ((TensorFrom(on_cuda.output()) - want).abs().max() /
+           want.abs().max())
+              .item<double>();
+      EXPECT_LT(error, 1e-4) << kernel << (causal ? " causal" : "");
     }
   }
 }

@@ -43,6 +43,9 @@ class Config:
         self.num_random_features = 256
         self.projection_seed = 0
         self.feature_epsilon = 1e-4
+        # "favor+" (the default model) or "softmax" (exact attention: the
+        # model that bench/transfer_study.py swaps to FAVOR+ and FAVOR++).
+        self.kernel = "favor+"
         for key, value in overrides.items():
             if not hasattr(self, key):
                 raise KeyError(key)
@@ -64,7 +67,7 @@ class Config:
             "layer_norm_eps": self.layer_norm_eps,
             "position_embedding_type": "rotary", "rotary_base": self.rotary_base,
             "max_sequence_length": 1 << 20,
-            "attention": {"kernel": "favor+",
+            "attention": {"kernel": self.kernel,
                           "num_random_features": self.num_random_features,
                           "orthogonal": True, "row_norm": "chi",
                           "projection_seed": self.projection_seed,
@@ -118,6 +121,16 @@ def _favor_plus(q, k, v, w, keep, epsilon):
     return (phi_q @ context) / normaliser
 
 
+def softmax_attention(q, k, v, keep):
+    """Exact attention, softmax(q kᵀ/√d) v over the kept keys; float32 as
+    favor_plus."""
+    with torch.autocast("cpu", enabled=False):
+        q, k, v = q.float(), k.float(), v.float()
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        scores = scores.masked_fill(~keep[:, None, None, :], -math.inf)
+        return torch.softmax(scores, -1) @ v
+
+
 class SelfAttention(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -152,7 +165,10 @@ class Layer(nn.Module):
         q = rotate(heads(s.query(x)), cos, sin)
         k = rotate(heads(s.key(x)), cos, sin)
         v = heads(s.value(x))
-        a = favor_plus(q, k, v, self.w, keep, c.feature_epsilon)
+        if c.kernel == "softmax":
+            a = softmax_attention(q, k, v, keep)
+        else:
+            a = favor_plus(q, k, v, self.w, keep, c.feature_epsilon)
         a = a.transpose(1, 2).reshape(b, length, c.hidden_size).to(x.dtype)
         x = self.attention.output.LayerNorm(x + self.attention.output.dense(a))
         y = self.output.dense(F.gelu(self.intermediate.dense(x)))

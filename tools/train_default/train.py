@@ -52,7 +52,7 @@ def parse_args(argv=None):
     p.add_argument("--tokenizer", required=True, help="BERT-uncased tokenizer.json")
     p.add_argument("--work", required=True, help="data and token cache")
     p.add_argument("--output", required=True, help="model folder to write")
-    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--max-query-tokens", type=int, default=32)
@@ -62,6 +62,9 @@ def parse_args(argv=None):
     p.add_argument("--eval-every", type=int, default=400)
     p.add_argument("--data-only", action="store_true",
                    help="write WORK/data and WORK/tokens.pt, then stop")
+    p.add_argument("--kernel", choices=("favor+", "softmax"), default="favor+",
+                   help="attention while training; softmax is the model of "
+                        "bench/transfer_study.py")
     p.add_argument("--bfloat16", type=int, default=1,
                    help="1: bfloat16 autocast for the products while training")
     return p.parse_args(argv)
@@ -218,7 +221,8 @@ def train(args, config, tasks):
 
 
 def export(encoder, config, args, seconds):
-    version = f"default-debian-seed{args.seed}-{args.steps}steps"
+    name = "default" if args.kernel == "favor+" else args.kernel
+    version = f"{name}-debian-seed{args.seed}-{args.steps}steps"
     state = {k: v.detach() for k, v in encoder.state_dict().items()}
     export_state_dict.export(state, config_json(config, version), args.output,
                              dtype=torch.float16)
@@ -237,7 +241,7 @@ def export(encoder, config, args, seconds):
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    config = favor_model.Config()
+    config = favor_model.Config(kernel=args.kernel)
     tasks = load_tasks(args, config)
     if args.data_only:
         return
