@@ -12,9 +12,10 @@
 // Family::Add() on the request path and exports no series for combinations
 // that never happened; the exception is code OK for every served model and
 // method, exported at zero from the start so that rate() counts first calls.
-// Label values are bounded: a model or method that was not registered in
-// Options is recorded as "(other)", calls without a model as "(none)", and
-// codes are the 17 gRPC codes.
+// Label values are bounded: a model that was neither registered in Options
+// nor published by SetModelInfo (a model loaded after start-up), and a
+// method not registered in Options, are recorded as "(other)"; calls without
+// a model as "(none)"; codes are the 17 gRPC codes.
 //
 // Recording is thread-safe and cheap (a hash lookup of the model name and a
 // short mutex inside prometheus-cpp's metric); call it from any thread.
@@ -137,7 +138,9 @@ class Metrics {
   virtual void RecordModelLoadFailure(absl::string_view model) {}
 
   // Publishes favor_model_info{model, version, kernel, device, dtype} = 1,
-  // replacing the model's earlier info series. Not for the request path.
+  // replacing the model's earlier info series; a model not registered in
+  // Options (loaded after start-up) gets its own series from here on. Not
+  // for the request path.
   virtual void SetModelInfo(const ModelInfoLabels& info) = 0;
 
   // Counts a call in favor_requests_in_flight{method} while it lives.

@@ -217,27 +217,31 @@ absl::Status PrometheusMetrics::BuildModelSeries(const Options& options) {
     in_flight_.push_back(
         &families_->in_flight->Add({{Text(kMethodLabel), method_names_[i]}}));
   }
-  std::vector<std::string> labels = options.models;
-  labels.push_back(Text(kNoModel));
-  labels.push_back(Text(kOtherLabelValue));
-  for (const std::string& label : labels) {
-    if (models_.contains(label)) continue;  // Options listed it twice.
+  absl::MutexLock lock(&models_mutex_);
+  for (const std::string& label : {Text(kNoModel), Text(kOtherLabelValue)}) {
     models_.emplace(label, NewModelSeries(label));
   }
   no_model_ = models_.at(Text(kNoModel)).get();
   other_model_ = models_.at(Text(kOtherLabelValue)).get();
+  for (const std::string& model : options.models) {
+    RETURN_IF_ERROR(AddModelSeries(model));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PrometheusMetrics::AddModelSeries(const std::string& model) {
+  if (models_.contains(model)) return absl::OkStatus();
+  ModelSeries& series = *models_.emplace(model, NewModelSeries(model))
+                             .first->second;
   // The OK series of every served model and method exist from the start, at
   // zero: rate() and increase() need a series' earlier sample, so a series
   // born with its first call never counts that call.
   const int ok = CodeIndex(absl::StatusCode::kOk);
-  for (const std::string& model : options.models) {
-    for (size_t method = 0; method + 1 < method_names_.size(); ++method) {
-      if (RequestSeriesOf(*models_.at(model), static_cast<int>(method), ok) ==
-          nullptr) {
-        return absl::InternalError(
-            absl::StrCat("metrics: cannot create the OK series of model '",
-                         model, "' and method '", method_names_[method], "'"));
-      }
+  for (size_t method = 0; method + 1 < method_names_.size(); ++method) {
+    if (RequestSeriesOf(series, static_cast<int>(method), ok) == nullptr) {
+      return absl::InternalError(
+          absl::StrCat("metrics: cannot create the OK series of model '",
+                       model, "' and method '", method_names_[method], "'"));
     }
   }
   return absl::OkStatus();
@@ -299,6 +303,7 @@ absl::Status PrometheusMetrics::StartHttp(const Options& options) {
 PrometheusMetrics::ModelSeries& PrometheusMetrics::SeriesOf(
     absl::string_view model) const {
   if (model.empty()) return *no_model_;
+  absl::ReaderMutexLock lock(&models_mutex_);
   const auto it = models_.find(model);
   return it != models_.end() ? *it->second : *other_model_;
 }
@@ -412,12 +417,29 @@ void PrometheusMetrics::RecordModelLoadFailure(absl::string_view model) {
 }
 
 void PrometheusMetrics::SetModelInfo(const ModelInfoLabels& info) {
-  const std::string& label = SeriesOf(info.model).label;
-  if (label == kNoModel || label == kOtherLabelValue) {
-    LOG(WARNING) << "metrics: no model info for unregistered model \""
-                 << info.model << "\"";
+  if (info.model.empty() || info.model == kNoModel ||
+      info.model == kOtherLabelValue) {
+    LOG(WARNING) << "metrics: no model info for model \"" << info.model
+                 << "\"";
     return;
   }
+  {
+    // A model loaded after start-up (model_reloader.h) gets its own series
+    // here, before it serves its first call.
+    absl::MutexLock lock(&models_mutex_);
+    absl::Status added;
+    try {
+      added = AddModelSeries(info.model);
+    } catch (const std::exception& e) {
+      added = absl::InternalError(e.what());
+    }
+    if (!added.ok()) {
+      LOG(ERROR) << "metrics: model \"" << info.model
+                 << "\" is recorded as " << kOtherLabelValue << ": "
+                 << added.message();
+    }
+  }
+  const std::string& label = info.model;
   const prometheus::Labels labels{{Text(kModelLabel), label},
                                   {Text(kVersionLabel), Text(info.version)},
                                   {Text(kKernelLabel), Text(info.kernel)},

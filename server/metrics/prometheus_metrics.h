@@ -75,6 +75,10 @@ class PrometheusMetrics final : public Metrics {
   void BuildFamilies();
   absl::Status BuildModelSeries(const Options& options);
   std::unique_ptr<ModelSeries> NewModelSeries(const std::string& label);
+  // Adds `model`'s series, with its OK series of every method at zero,
+  // unless it has them. May throw what prometheus-cpp throws.
+  absl::Status AddModelSeries(const std::string& model)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(models_mutex_);
   absl::Status StartHttp(const Options& options);
   ModelSeries& SeriesOf(absl::string_view model) const;
   int MethodIndex(absl::string_view method) const;
@@ -85,8 +89,12 @@ class PrometheusMetrics final : public Metrics {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> families_;
-  // Built by Create(), read-only afterwards: lookups need no lock.
-  absl::flat_hash_map<std::string, std::unique_ptr<ModelSeries>> models_;
+  // Built by Create(); a model loaded later gets its series when its info
+  // is published (SetModelInfo). Series are never removed, so a reference
+  // outlives the lock.
+  mutable absl::Mutex models_mutex_;
+  absl::flat_hash_map<std::string, std::unique_ptr<ModelSeries>> models_
+      ABSL_GUARDED_BY(models_mutex_);
   ModelSeries* no_model_ = nullptr;        // "(none)"
   ModelSeries* other_model_ = nullptr;     // "(other)"
   std::vector<std::string> method_names_;  // Last: "(other)".

@@ -239,7 +239,7 @@ TEST(MetricsTest, ModelInfoReplacesTheEarlierVersion) {
   metrics->SetModelInfo({"bert", "v1", "favor+", "cpu", "float32"});
   metrics->SetModelInfo({"bert", "v2", "favor+", "cuda:0", "bfloat16"});
   metrics->SetModelInfo(
-      {"unknown", "v9", "relu", "cpu", "float32"});  // not registered
+      {"(other)", "v9", "relu", "cpu", "float32"});  // a reserved value
   const std::string text = metrics->SerializeText();
   EXPECT_EQ(scrape::CountSamples(text, Name(kModelInfo)), 1);
   EXPECT_THAT(FindSample(text, Name(kModelInfo),
@@ -249,6 +249,37 @@ TEST(MetricsTest, ModelInfoReplacesTheEarlierVersion) {
                           {"device", "cuda:0"},
                           {"dtype", "bfloat16"}}),
               Optional(1.0));
+}
+
+// A model the reloader loads after start-up (not in Options.models) gets
+// its own series once its info is published, with its OK series at zero
+// from then on, instead of sharing "(other)".
+TEST(MetricsTest, ModelLoadedAfterStartUpGetsItsOwnSeries) {
+  std::unique_ptr<Metrics> metrics = CreateOrDie(OfflineOptions());
+  ASSERT_NE(metrics, nullptr);
+  metrics->SetModelInfo({"late", "v1", "favor++", "cpu", "float32"});
+  EXPECT_THAT(FindSample(metrics->SerializeText(), Name(kRequestsTotal),
+                         {{"model", "late"}, {"method", "Attend"},
+                          {"code", "OK"}}),
+              Optional(0.0));
+  metrics->RecordRequest("late", "Embed", absl::StatusCode::kOk,
+                         absl::Milliseconds(2));
+  metrics->RecordQueue("late", absl::Milliseconds(1));
+  const std::string text = metrics->SerializeText();
+  EXPECT_THAT(FindSample(text, Name(kRequestsTotal),
+                         {{"model", "late"}, {"method", "Embed"},
+                          {"code", "OK"}}),
+              Optional(1.0));
+  EXPECT_THAT(FindSample(text, Suffixed(kQueueDurationSeconds, "_count"),
+                         {{"model", "late"}}),
+              Optional(1.0));
+  EXPECT_THAT(FindSample(text, Suffixed(kQueueDurationSeconds, "_count"),
+                         {{"model", "(other)"}}),
+              Optional(0.0));
+  EXPECT_EQ(FindSample(text, Name(kRequestsTotal),
+                       {{"model", "(other)"}, {"method", "Embed"},
+                        {"code", "OK"}}),
+            std::nullopt);
 }
 
 TEST(MetricsTest, MemoryBudgetGaugesStartAtZeroAndFollowTheBudget) {
