@@ -1,0 +1,201 @@
+// ModelReloader (server/model_reloader.h) on a repository of small random
+// models written here, serving through a real FavorService: start-up loads
+// and counts, and a reload pass installs changed and added folders, removes
+// gone ones (never the default), and leaves what serves alone when a folder
+// fails or has not changed. tests/service/reload_test.py runs the same
+// under load through the real binary.
+#include "server/model_reloader.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/metrics/metric_names.h"
+#include "server/model/model_fingerprint.h"
+#include "server/model/random_model.h"
+#include "tests/metrics/scrape.h"
+
+namespace favor {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::Key;
+using ::testing::Optional;
+
+class ModelReloaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "favor_reloader_test.XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    repository_ = pattern;
+  }
+  void TearDown() override {
+    service_.reset();
+    fs::remove_all(repository_);
+  }
+
+  // A small random model (vocab 64, hidden 32) drawn from `seed`.
+  void WriteModel(const std::string& name, uint64_t seed) {
+    model::ModelConfig config;
+    config.version = "seed-" + std::to_string(seed);
+    config.vocab_size = 64;
+    config.hidden_size = 32;
+    config.num_attention_heads = 4;
+    config.num_hidden_layers = 1;
+    config.intermediate_size = 48;
+    config.max_position_embeddings = 64;
+    config.max_sequence_length = 64;
+    config.attention.num_random_features = 16;
+    model::RandomModelOptions options;
+    options.seed = seed;
+    const absl::Status written =
+        model::WriteRandomModel(config, Path(name), options);
+    ASSERT_TRUE(written.ok()) << written;
+  }
+  std::string Path(const std::string& name) const {
+    return repository_ + "/" + name;
+  }
+
+  // Metrics for the repository's folders, the reloader, LoadAll and the
+  // service, as main.cc starts them.
+  ModelReloader::Loaded Start() {
+    ModelReloader::Options options;
+    options.repository = repository_;
+    reloader_ = std::make_unique<ModelReloader>(options);
+    metrics::Metrics::Options metrics_options;
+    metrics_options.serve_http = false;
+    metrics_options.models = *reloader_->FolderNames();
+    metrics_ = *metrics::Metrics::Create(metrics_options);
+    options.metrics = metrics_.get();
+    reloader_ = std::make_unique<ModelReloader>(options);
+    absl::StatusOr<ModelReloader::Loaded> loaded = reloader_->LoadAll();
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    service::FavorService::Options service_options;
+    std::vector<service::FavorService::Servable> models;
+    for (auto& servable : loaded->models) {
+      loaded_names_.push_back(servable.model->name());
+      models.push_back(std::move(servable));
+    }
+    auto service = service::FavorService::Create(
+        service_options, std::move(models), metrics_.get());
+    EXPECT_TRUE(service.ok()) << service.status();
+    service_ = std::move(*service);
+    return *std::move(loaded);
+  }
+
+  // The revision serving `name`, or "" when none does.
+  std::string Serving(const std::string& name) const {
+    auto lease = service_->registry().Find(name);
+    return lease.ok() ? (*lease)->revision : "";
+  }
+  const service::ServingModel* Lease(const std::string& name) const {
+    auto lease = service_->registry().Find(name);
+    return lease.ok() ? lease->get() : nullptr;
+  }
+  std::optional<double> LoadFailures(const std::string& name) const {
+    return metrics::scrape::FindSample(metrics_->SerializeText(),
+                              std::string(metrics::kModelLoadFailuresTotal),
+                              {{"model", name}});
+  }
+
+  std::string repository_;
+  std::vector<std::string> loaded_names_;  // by Start(), in its order
+  std::unique_ptr<metrics::Metrics> metrics_;
+  std::unique_ptr<ModelReloader> reloader_;
+  std::unique_ptr<service::FavorService> service_;
+};
+
+TEST_F(ModelReloaderTest, StartUpLoadsEveryFolderAndCountsTheOneThatFails) {
+  WriteModel("default", 1);
+  WriteModel("other", 2);
+  fs::create_directories(Path("broken"));
+  std::ofstream(Path("broken") + "/config.json") << "{";
+  const ModelReloader::Loaded loaded = Start();
+  EXPECT_THAT(loaded_names_, ElementsAre("default", "other"));
+  ASSERT_EQ(loaded.failures.size(), 1u);
+  EXPECT_EQ(loaded.failures[0].first, "broken");
+  EXPECT_EQ(Serving("default"), *model::FolderRevision(Path("default")));
+  EXPECT_EQ(Serving("other"), *model::FolderRevision(Path("other")));
+  EXPECT_EQ(Serving("broken"), "");
+  EXPECT_THAT(LoadFailures("broken"), Optional(1.0));
+}
+
+TEST_F(ModelReloaderTest, AReloadInstallsChangedAndNewAndRemovesGoneFolders) {
+  WriteModel("default", 1);
+  WriteModel("kept", 2);
+  WriteModel("gone", 3);
+  Start();
+  const std::string first = Serving("default");
+  const service::ServingModel* kept = Lease("kept");
+
+  WriteModel("default", 4);
+  WriteModel("late", 5);
+  fs::remove_all(Path("gone"));
+  // Touched, not changed: the same revision, so not loaded again either.
+  const fs::path config = Path("kept") + "/config.json";
+  fs::last_write_time(config,
+                      fs::last_write_time(config) + std::chrono::seconds(5));
+  reloader_->Reload(service_.get());
+
+  const std::string second = Serving("default");
+  EXPECT_NE(second, first);
+  EXPECT_EQ(second, *model::FolderRevision(Path("default")));
+  EXPECT_EQ(Serving("late"), *model::FolderRevision(Path("late")));
+  EXPECT_EQ(Serving("gone"), "");
+  EXPECT_EQ(Lease("kept"), kept) << "an unchanged folder is not loaded again";
+  EXPECT_EQ(Serving("kept"), *model::FolderRevision(Path("kept")));
+  EXPECT_EQ(Lease("late")->model->config().version, "seed-5");
+  // The model added after start-up has its own metrics series.
+  EXPECT_THAT(metrics::scrape::FindSample(metrics_->SerializeText(),
+                                 std::string(metrics::kRequestsTotal),
+                                 {{"model", "late"},
+                                  {"method", "Embed"},
+                                  {"code", "OK"}}),
+              Optional(0.0));
+}
+
+TEST_F(ModelReloaderTest, AFailedRevisionLeavesTheOldServingUntilFixed) {
+  WriteModel("default", 1);
+  Start();
+  const service::ServingModel* first = Lease("default");
+  {
+    // Cut the weights short: the header still promises every tensor.
+    const std::string weights = Path("default") + "/model.safetensors";
+    fs::resize_file(weights, fs::file_size(weights) / 2);
+  }
+  reloader_->Reload(service_.get());
+  EXPECT_EQ(Lease("default"), first);
+  EXPECT_THAT(service_->registry().Failures(), ElementsAre(Key("default")));
+  EXPECT_THAT(LoadFailures("default"), Optional(1.0));
+
+  reloader_->Reload(service_.get());  // unchanged: not tried again
+  EXPECT_THAT(LoadFailures("default"), Optional(1.0));
+
+  WriteModel("default", 6);
+  reloader_->Reload(service_.get());
+  EXPECT_NE(Lease("default"), first);
+  EXPECT_EQ(Lease("default")->model->config().version, "seed-6");
+  EXPECT_TRUE(service_->registry().Failures().empty());
+}
+
+TEST_F(ModelReloaderTest, TheDefaultModelsFolderGoneKeepsItServing) {
+  WriteModel("default", 1);
+  WriteModel("other", 2);
+  Start();
+  const service::ServingModel* first = Lease("default");
+  fs::remove_all(Path("default"));
+  reloader_->Reload(service_.get());
+  EXPECT_EQ(Lease("default"), first);
+  EXPECT_NE(Lease("other"), nullptr);
+}
+
+}  // namespace
+}  // namespace favor
