@@ -81,10 +81,11 @@ TRIPLES = [
      "An audio player that plays MP3 and Ogg files and manages playlists.",
      "A compiler for the Fortran programming language."),
 ]
-# Anchors the shipped model ranks the wrong way round, with its cosines
-# (models/default/README.md): "violin" is not in the gloss, so the example
-# must be matched by knowing what a violin is.
-KNOWN_MISSES = {"She played the violin at the concert."}
+# Anchors the shipped model ranks the wrong way round (models/default/
+# README.md). The 1,500-step model missed "She played the violin at the
+# concert." ("violin" is not in the gloss); the 3,000-step one ranks all
+# twelve as written.
+KNOWN_MISSES = set()
 LONG_DOCUMENT = " ".join(
     f"Section {i}: the server reads long documents and attends linearly over "
     f"their tokens, so that a page of {i * 7} lines costs no more per token "
