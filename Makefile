@@ -8,7 +8,7 @@ FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 3600
 
 .PHONY: deps configure build test serve bench soak image format clean fuzz-build fuzz \
-	mutate train-default train-data retrieval-bench
+	mutate train-default train-data retrieval-bench transfer-study
 
 deps:
 	@scripts/install-deps.sh
@@ -89,6 +89,21 @@ retrieval-bench: train-data
 		--data $(TRAIN_DIR)/data \
 		--model trained=$(BUILD_DIR)/models/default \
 		--model random=$(BUILD_DIR)/random-models/random
+
+# Transfer (issue 15; docs/attention.md): a model trained with softmax
+# attention, served with its attention swapped for FAVOR+ and FAVOR++.
+TRANSFER_DIR ?= $(BUILD_DIR)/transfer
+TRANSFER_STEPS ?= 600
+transfer-study: train-data
+	@test -f $(TRANSFER_DIR)/softmax/model.safetensors || \
+		OMP_WAIT_POLICY=passive /usr/bin/python3 tools/train_default/train.py \
+		--favor-model $(BUILD_DIR)/server/model/tools/favor-model \
+		--tokenizer $(BUILD_DIR)/tokenizers/bert-base-uncased/tokenizer.json \
+		--work $(TRAIN_DIR) --output $(TRANSFER_DIR)/softmax \
+		--kernel softmax --steps $(TRANSFER_STEPS)
+	@/usr/bin/python3 bench/transfer_study.py \
+		--server $(BUILD_DIR)/server/favor-server \
+		--data $(TRAIN_DIR)/data --model $(TRANSFER_DIR)/softmax
 
 # The container image (Dockerfile; docs/container.md), with podman (which
 # make deps installs) or: docker build -t favor . In a sandbox without

@@ -8,8 +8,10 @@ swapped for FAVOR+ and FAVOR++ without fine-tuning, served by favor-server.
 (`make transfer-study` trains the softmax model with
 `tools/train_default/train.py --kernel softmax` and runs exactly this.) For
 every variant (softmax itself; FAVOR+ and FAVOR++ at m = 64 and 256, each
-with orthogonal and with simplex features) the same weights are served with
-only config.json's `attention` changed, and the first --pairs held-out
+with orthogonal and with simplex features; then at m = 1024, and with the
+stabilising ε = 0 at m = 256 and 1024, to tell the feature count and ε
+apart) the same weights are served with only config.json's `attention`
+changed, and the first --pairs held-out
 Debian description pairs are embedded: short descriptions as queries, long
 ones as documents. Prints, per variant, the cosine similarity of its
 embeddings to the softmax model's (mean and 5th percentile, over queries
@@ -33,16 +35,22 @@ import data  # noqa: E402
 import serving  # noqa: E402
 from retrieval_bench import metrics  # noqa: E402
 
-VARIANTS = [("softmax", None, None)] + [
-    (kernel, m, projection)
+EPSILON = 1e-4  # the server's default feature_epsilon
+# (kernel, m, projection, ε): the issue's grid, then what separates the
+# swapped models from softmax: more features, and ε = 0.
+VARIANTS = [("softmax", None, None, None)] + [
+    (kernel, m, projection, EPSILON)
     for m in (64, 256)
     for kernel in ("favor+", "favor++")
-    for projection in ("orthogonal", "simplex")]
+    for projection in ("orthogonal", "simplex")] + [
+    (kernel, 1024, "orthogonal", EPSILON) for kernel in ("favor+", "favor++")] + [
+    (kernel, m, "orthogonal", 0.0) for m in (256, 1024)
+    for kernel in ("favor+", "favor++")]
 
 
-def variant_dir(model_dir, kernel, m, projection, parent):
+def variant_dir(model_dir, kernel, m, projection, epsilon, parent):
     """A copy of model_dir whose attention is `kernel` with m features."""
-    out = os.path.join(parent, f"{kernel}-{m}-{projection}".replace("+", "p"))
+    out = os.path.join(parent, f"{kernel}-{m}-{projection}-{epsilon}".replace("+", "p"))
     shutil.copytree(model_dir, out)
     with open(os.path.join(out, "config.json")) as f:
         config = json.load(f)
@@ -50,6 +58,7 @@ def variant_dir(model_dir, kernel, m, projection, parent):
     if m is not None:
         config["attention"]["num_random_features"] = m
         config["attention"]["simplex"] = projection == "simplex"
+        config["attention"]["feature_epsilon"] = epsilon
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     return out
@@ -63,8 +72,9 @@ def run(args):
     results, reference = [], None
     parent = tempfile.mkdtemp(prefix="favor_transfer_")
     try:
-        for kernel, m, projection in VARIANTS:
-            directory = variant_dir(args.model, kernel, m, projection, parent)
+        for kernel, m, projection, epsilon in VARIANTS:
+            directory = variant_dir(args.model, kernel, m, projection, epsilon,
+                                    parent)
             with serving.Server(args.server, directory) as server:
                 q, d = server.embed(queries), server.embed(documents)
             vectors = torch.cat([q, d])
@@ -72,21 +82,23 @@ def run(args):
                 reference = vectors
             cosine = (vectors * reference).sum(-1)
             row = {"kernel": kernel, "m": m, "projection": projection,
+                   "epsilon": epsilon,
                    "cosine_mean": cosine.mean().item(),
                    "cosine_p5": torch.quantile(cosine, 0.05).item()}
             row.update(metrics(q @ d.T, relevant))
             results.append(row)
-            print(f"{kernel} m={m} {projection}: recall@1 {row['recall@1']:.3f}",
-                  file=sys.stderr)
+            print(f"{kernel} m={m} {projection} eps={epsilon}: "
+                  f"recall@1 {row['recall@1']:.3f}", file=sys.stderr)
     finally:
         shutil.rmtree(parent, ignore_errors=True)
     print(f"{len(rows)} held-out Debian description pairs "
           f"(short -> long), model {args.model}\n")
-    print("| attention | m | features | cosine to softmax (mean / 5th pct) "
+    print("| attention | m | features | ε | cosine to softmax (mean / 5th pct) "
           "| recall@1 | recall@10 | MRR |")
-    print("|---|---:|---|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
     for r in results:
-        print(f"| {r['kernel']} | {r['m'] or ''} | {r['projection'] or ''} | "
+        epsilon = "" if r["epsilon"] is None else f"{r['epsilon']:g}"
+        print(f"| {r['kernel']} | {r['m'] or ''} | {r['projection'] or ''} | {epsilon} | "
               f"{r['cosine_mean']:.3f} / {r['cosine_p5']:.3f} | "
               f"{r['recall@1']:.3f} | {r['recall@10']:.3f} | {r['mrr']:.3f} |")
     if args.json:
