@@ -10,8 +10,6 @@
 #include "server/common/status_macros.h"
 
 namespace favor::service {
-namespace {
-
 at::ScalarType ScalarTypeOf(v1::Dtype dtype) {
   switch (dtype) {
     case v1::DTYPE_FLOAT16:
@@ -22,6 +20,8 @@ at::ScalarType ScalarTypeOf(v1::Dtype dtype) {
       return at::kFloat;
   }
 }
+
+namespace {
 
 // `host` (a CPU tensor that owns its memory) on `device`.
 at::Tensor ToDevice(const at::Tensor& host, c10::Device device) {

@@ -13,6 +13,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include "absl/status/statusor.h"
 #include "favor/v1/favor.pb.h"
@@ -27,6 +28,9 @@ struct AttendInputs {
   at::Tensor projection;        // (m, d) float32; undefined if unused
   at::Tensor key_padding_mask;  // (B, Lk) bool; undefined if none
 };
+
+// The LibTorch dtype of a tensor's proto dtype (float32 when unset).
+at::ScalarType ScalarTypeOf(v1::Dtype dtype);
 
 // The inputs of `request` (validated into `plan`) on `device`;
 // INVALID_ARGUMENT naming the field for NaN or infinity.

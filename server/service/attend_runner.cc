@@ -17,17 +17,6 @@
 namespace favor::service {
 namespace {
 
-at::ScalarType ScalarTypeOf(v1::Dtype dtype) {
-  switch (dtype) {
-    case v1::DTYPE_FLOAT16:
-      return at::kHalf;
-    case v1::DTYPE_BFLOAT16:
-      return at::kBFloat16;
-    default:
-      return at::kFloat;
-  }
-}
-
 // The output, in the request's dtype, copied to the host and into `tensor`.
 void WriteOutput(const at::Tensor& output, v1::Dtype dtype,
                  v1::Tensor* tensor) {

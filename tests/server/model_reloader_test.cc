@@ -6,8 +6,6 @@
 // under load through the real binary.
 #include "server/model_reloader.h"
 
-#include <stdlib.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +19,8 @@
 #include "server/model/model_fingerprint.h"
 #include "server/model/random_model.h"
 #include "tests/metrics/scrape.h"
+#include "tests/model/model_config_test_util.h"
+#include "tests/model/temp_dir_test.h"
 
 namespace favor {
 namespace {
@@ -30,30 +30,17 @@ using ::testing::ElementsAre;
 using ::testing::Key;
 using ::testing::Optional;
 
-class ModelReloaderTest : public ::testing::Test {
+class ModelReloaderTest : public model::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "favor_reloader_test.XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    repository_ = pattern;
-  }
   void TearDown() override {
     service_.reset();
-    fs::remove_all(repository_);
+    TempDirTest::TearDown();
   }
 
-  // A small random model (vocab 64, hidden 32) drawn from `seed`.
+  // A tiny random model drawn from `seed`.
   void WriteModel(const std::string& name, uint64_t seed) {
-    model::ModelConfig config;
+    model::ModelConfig config = model::TinyConfig();
     config.version = "seed-" + std::to_string(seed);
-    config.vocab_size = 64;
-    config.hidden_size = 32;
-    config.num_attention_heads = 4;
-    config.num_hidden_layers = 1;
-    config.intermediate_size = 48;
-    config.max_position_embeddings = 64;
-    config.max_sequence_length = 64;
-    config.attention.num_random_features = 16;
     model::RandomModelOptions options;
     options.seed = seed;
     const absl::Status written =
@@ -61,14 +48,14 @@ class ModelReloaderTest : public ::testing::Test {
     ASSERT_TRUE(written.ok()) << written;
   }
   std::string Path(const std::string& name) const {
-    return repository_ + "/" + name;
+    return dir_ + "/" + name;
   }
 
   // Metrics for the repository's folders, the reloader, LoadAll and the
   // service, as main.cc starts them.
   ModelReloader::Loaded Start() {
     ModelReloader::Options options;
-    options.repository = repository_;
+    options.repository = dir_;
     reloader_ = std::make_unique<ModelReloader>(options);
     metrics::Metrics::Options metrics_options;
     metrics_options.serve_http = false;
@@ -106,7 +93,6 @@ class ModelReloaderTest : public ::testing::Test {
                               {{"model", name}});
   }
 
-  std::string repository_;
   std::vector<std::string> loaded_names_;  // by Start(), in its order
   std::unique_ptr<metrics::Metrics> metrics_;
   std::unique_ptr<ModelReloader> reloader_;
