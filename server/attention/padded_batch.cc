@@ -96,13 +96,14 @@ void PaddedBatch::AddBucket(const at::Tensor& query, const at::Tensor& key,
   }
   // Every index the bucket needs, made on the host and copied to the device
   // at once: [rows to gather (n·L) | rows to keep (tokens) | where they go
-  // (tokens) | lengths (n)]. A padding row repeats its sequence's last
-  // token (finite, and masked out).
-  at::Tensor host = at::empty({n * length + 2 * tokens + n}, at::kLong);
+  // (tokens)], and the keep mask of its n·H rows. A padding row repeats its
+  // sequence's last token (finite, and masked out).
+  at::Tensor host = at::empty({n * length + 2 * tokens}, at::kLong);
+  at::Tensor host_keep = at::empty({n * heads, length}, at::kBool);
   int64_t* gather = host.data_ptr<int64_t>();
   int64_t* valid = gather + n * length;
   int64_t* index = valid + tokens;
-  int64_t* lengths = index + tokens;
+  bool* keep_rows = host_keep.data_ptr<bool>();
   for (int64_t i = 0, t = 0; i < n; ++i) {
     const int64_t begin = offsets[sequences[i]];
     const int64_t size = LengthOf(offsets, sequences[i]);
@@ -113,9 +114,14 @@ void PaddedBatch::AddBucket(const at::Tensor& query, const at::Tensor& key,
       valid[t] = i * length + j;
       index[t] = begin + j;
     }
-    lengths[i] = size;
+    for (int64_t h = 0; h < heads; ++h) {
+      bool* row = keep_rows + (i * heads + h) * length;
+      std::fill(row, row + size, true);
+      std::fill(row + size, row + length, false);
+    }
   }
   const at::Tensor indices = host.to(query.device());
+  const at::Tensor keep = host_keep.to(query.device());
   const at::Tensor rows = indices.narrow(0, 0, n * length);
   // (T, H, c) → (n·H, L, c)
   const auto padded = [&](const at::Tensor& x) {
@@ -124,12 +130,6 @@ void PaddedBatch::AddBucket(const at::Tensor& query, const at::Tensor& key,
         .transpose(1, 2)
         .reshape({n * heads, length, x.size(2)});
   };
-  const at::Tensor keep =
-      at::arange(length, indices.options())
-          .lt(indices.narrow(0, n * length + 2 * tokens, n).unsqueeze(1))
-          .unsqueeze(1)
-          .expand({n, heads, length})
-          .reshape({n * heads, length});
   Bucket bucket{
       at::empty({n * heads, length, value.size(2)}, out_.options()),
       indices.narrow(0, n * length, tokens),

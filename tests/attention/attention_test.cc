@@ -195,8 +195,11 @@ TEST(ExactAttentionTest, LibTorchsAttentionEqualsTheTiledKernel) {
                                padding, options);
           };
           at::Tensor on_libtorch;
+          // The per-head schedule runs its groups on the intra-op
+          // threads: every thread's calls are looked at.
           const auto calls = attention_testing::AtenCalls(
-              [&] { on_libtorch = attend(); });
+              [&] { on_libtorch = attend(); },
+              attention_testing::Threads::kEvery);
           EXPECT_GT(calls.count("aten::scaled_dot_product_attention"), 0u);
           options.softmax_on_libtorch = false;
           const at::Tensor tiled = attend();

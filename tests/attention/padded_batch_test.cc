@@ -1,7 +1,9 @@
 // The batched schedule (padded_batch.h), as every device but the CPU runs
 // packed attention: sequences of very different lengths split into buckets
 // and still equal the per-head schedule; and a batch of 64 short sequences
-// issues at most twice the ATen calls of a batch of one (aten_calls.h).
+// issues at most twice the ATen calls of a batch of one (aten_calls.h),
+// FAVOR+'s and FAVOR++'s chains; softmax, whose chain is one LibTorch call
+// on 2.x, at most one bucket's gathering more.
 #include "server/attention/padded_batch.h"
 
 #include <ATen/ATen.h>
@@ -77,6 +79,11 @@ TEST(PaddedBatchTest, LongAndShortSequencesEqualThePerHeadSchedule) {
 
 using attention_testing::CountAtenCalls;
 
+// The calls that gathering a padded bucket and scattering its output back
+// cost (index copies to the device, three gathers with their reshapes, the
+// output and its scatter), with room to spare: about 20 are issued.
+constexpr int64_t kBucketCalls = 32;
+
 std::vector<int64_t> RandomLengths(int n, int64_t low, int64_t high) {
   at::manual_seed(17);
   const at::Tensor lengths = at::randint(low, high + 1, {n}, at::kLong);
@@ -104,8 +111,16 @@ TEST(PaddedBatchTest, SixtyFourSequencesCostAtMostTwiceTheCallsOfOne) {
                 << ": ATen calls for 1 sequence " << calls_one
                 << ", for 64 sequences of 16-128 tokens " << calls_many << "\n";
       EXPECT_GT(calls_one, 0);
-      EXPECT_LE(calls_many, 2 * calls_one)
-          << KernelName(kernel) << " causal=" << causal;
+      if (kernel == Kernel::kSoftmaxExact) {
+        // Where LibTorch has its own attention (2.x), one sequence's softmax
+        // is a single call per group, shorter than a bucket's gathering
+        // and scattering: the bound is then that cost, once per bucket.
+        EXPECT_LE(calls_many, calls_one + kBucketCalls)
+            << KernelName(kernel) << " causal=" << causal;
+      } else {
+        EXPECT_LE(calls_many, 2 * calls_one)
+            << KernelName(kernel) << " causal=" << causal;
+      }
     }
   }
 }

@@ -2,7 +2,7 @@
 """The container image, built and run for real (ctest label `container`).
 
 Builds the repository's Dockerfile with podman (chroot isolation, cgroupfs,
-never pulling: docs/container.md), on a local debian:bookworm-slim made with
+never pulling: docs/container.md), on a local debian:trixie-slim (or --release's) made with
 debootstrap when podman has none. Then, from the image's own configuration
 (Config.User, Env, Entrypoint, Healthcheck, ExposedPorts), runs its entry
 point by chroot as the image's user, the way a container engine would but
@@ -25,7 +25,16 @@ cannot run `RUN true` on the base image); a Dockerfile that fails to build, a mi
 debootstrap, or any failed check is a failure.
 
 Usage: container_test.py SOURCE_DIR FAVOR_CLI WORK_DIR [IMAGE_TAG]
+           [--release trixie|bookworm] [--dockerfile Dockerfile]
+           [--build-arg NAME=VALUE]... [--cuda]
+
+--release picks the base image, debian:RELEASE-slim (debootstrapped when
+podman has none): trixie, the Dockerfile's default, unless told otherwise. --cuda is for Dockerfile.gpu built here: it is built and
+checked (favor-server links Debian's CUDA LibTorch, every library it needs
+is in the image but cuDNN's, which the build was allowed to leave out), not
+run, since nothing here has a GPU or cuDNN.
 """
+import argparse
 import json
 import os
 import re
@@ -39,7 +48,6 @@ import time
 import urllib.request
 
 SKIP = 77
-BASE_IMAGE = "docker.io/library/debian:bookworm-slim"
 PODMAN = ["podman", "--cgroup-manager=cgroupfs"]
 
 
@@ -90,12 +98,16 @@ def probe_podman():
     log(f"podman works (storage driver {info.stdout.strip()}, import and image mount)")
 
 
-def probe_build_steps():
+def base_image(release):
+    return f"docker.io/library/debian:{release}-slim"
+
+
+def probe_build_steps(release):
     """A RUN step on the base image, with the Dockerfile's isolation: when
     even that fails, podman cannot build here, whatever the Dockerfile."""
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "Dockerfile"), "w") as f:
-            f.write(f"FROM {BASE_IMAGE}\nRUN true\n")
+            f.write(f"FROM {base_image(release)}\nRUN true\n")
         run = subprocess.run(PODMAN + ["build", "--pull=never", "--isolation=chroot",
                                        "--layers=false", "-q", tmp],
                              capture_output=True, text=True)
@@ -105,27 +117,28 @@ def probe_build_steps():
     subprocess.run(PODMAN + ["rmi", run.stdout.strip().splitlines()[-1]], capture_output=True)
 
 
-def ensure_base_image():
-    if subprocess.run(PODMAN + ["image", "exists", BASE_IMAGE]).returncode == 0:
-        log(f"base image {BASE_IMAGE} present")
+def ensure_base_image(release):
+    image = base_image(release)
+    if subprocess.run(PODMAN + ["image", "exists", image]).returncode == 0:
+        log(f"base image {image} present")
         return
     if shutil.which("debootstrap") is None:
-        fail(f"podman has no {BASE_IMAGE} and debootstrap, which makes it, is "
+        fail(f"podman has no {image} and debootstrap, which makes it, is "
              "not installed (scripts/install-deps.sh installs it)")
-    log(f"making {BASE_IMAGE} with debootstrap (minbase, bookworm)")
+    log(f"making {image} with debootstrap (minbase, {release})")
     start = time.monotonic()
     rootfs = tempfile.mkdtemp(prefix="favor-rootfs-", dir="/var/tmp")
     try:
-        run = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", rootfs],
+        run = subprocess.run(["debootstrap", "--variant=minbase", release, rootfs],
                              capture_output=True, text=True)
         if run.returncode != 0:
             fail("debootstrap failed:\n" + run.stdout[-3000:] + run.stderr[-3000:])
-        # What debian:bookworm-slim leaves out, so that sizes compare.
+        # What debian:*-slim leaves out, so that sizes compare.
         for path in ("usr/share/doc", "usr/share/man", "usr/share/info",
                      "usr/share/locale", "var/lib/apt/lists", "var/cache/apt"):
             shutil.rmtree(os.path.join(rootfs, path), ignore_errors=True)
         tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
-        imported = subprocess.run(PODMAN + ["import", "-", BASE_IMAGE],
+        imported = subprocess.run(PODMAN + ["import", "-", image],
                                   stdin=tar.stdout, capture_output=True, text=True)
         tar.stdout.close()
         if tar.wait() != 0 or imported.returncode != 0:
@@ -141,15 +154,17 @@ def image_id(tag):
     return run.stdout.strip() if run.returncode == 0 else None
 
 
-def build_image(source_dir, work_dir, tag):
+def build_image(source_dir, work_dir, tag, dockerfile, build_args):
     previous = image_id(tag)
     build_log = os.path.join(work_dir, "image-build.log")
-    log(f"building {tag} from {source_dir}/Dockerfile (log: {build_log})")
+    log(f"building {tag} from {source_dir}/{dockerfile} {' '.join(build_args)} "
+        f"(log: {build_log})")
     start = time.monotonic()
     with open(build_log, "w") as out:
         run = subprocess.run(
             PODMAN + ["build", "--pull=never", "--isolation=chroot", "--format", "docker",
-                      "-t", tag, "-f", os.path.join(source_dir, "Dockerfile"), source_dir],
+                      "-t", tag, "-f", os.path.join(source_dir, dockerfile)]
+            + [f"--build-arg={arg}" for arg in build_args] + [source_dir],
             stdout=out, stderr=subprocess.STDOUT)
     seconds = time.monotonic() - start
     with open(build_log) as f:
@@ -228,22 +243,76 @@ def listening_on_any(pid, port):
     return False
 
 
+def check_cuda_image(tag, size_mb):
+    """The CUDA image built where cuDNN cannot be downloaded: favor-server
+    links the CUDA LibTorch, and every library it needs is in the image but
+    cuDNN's, which nvidia-cudnn downloads where NVIDIA's site is reachable."""
+    mnt = subprocess.run(PODMAN + ["image", "mount", tag], capture_output=True,
+                         text=True)
+    if mnt.returncode != 0:
+        fail("podman image mount failed: " + mnt.stderr)
+    mnt = mnt.stdout.strip()
+    try:
+        server = os.path.join(mnt, "usr/local/bin/favor-server")
+        needed = subprocess.run(["readelf", "-d", server], capture_output=True,
+                                text=True, check=True).stdout
+        if not re.search(r"\[libtorch_cuda\.so[0-9.]*\]", needed):
+            fail("favor-server in the image does not need libtorch_cuda.so: "
+                 "the CPU LibTorch was linked")
+        ldd = subprocess.run(["chroot", mnt, "ldd", "/usr/local/bin/favor-server"],
+                             capture_output=True, text=True)
+        missing = sorted(set(re.findall(r"^\s*(\S+) => not found$", ldd.stdout, re.M)))
+        if any(not name.startswith("libcudnn") for name in missing):
+            fail(f"favor-server's libraries missing in the image: {missing}")
+        cuda = sorted({m for m in re.findall(r"=> (\S*lib(?:cudart|cublas)\S*)",
+                                             ldd.stdout)})
+        if not cuda:
+            fail("favor-server in the image loads no CUDA runtime library")
+        log(f"favor-server needs libtorch_cuda.so; the CUDA runtime from Debian: "
+            f"{[os.path.basename(c) for c in cuda]}")
+        log(f"NOT DONE HERE: libraries left out, which nvidia-cudnn downloads "
+            f"from NVIDIA's site: {missing or 'none'}; favor-server cannot start "
+            f"without them, and nothing runs on a GPU here")
+    finally:
+        subprocess.run(PODMAN + ["image", "unmount", tag], capture_output=True)
+    log(f"PASSED (image {tag}, {size_mb:.0f} MB, built; not run)")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source_dir")
+    parser.add_argument("favor_cli")
+    parser.add_argument("work_dir")
+    parser.add_argument("tag", nargs="?", default="localhost/favor:ctest")
+    parser.add_argument("--dockerfile", default="Dockerfile")
+    parser.add_argument("--release", default="trixie",
+                        help="Debian release of the base image, debian:RELEASE-slim")
+    parser.add_argument("--build-arg", action="append", default=[])
+    parser.add_argument("--cuda", action="store_true",
+                        help="the CUDA image: built and checked, not run")
+    return parser.parse_args()
+
+
 def main():
-    if len(sys.argv) not in (4, 5):
-        fail(__doc__)
-    source_dir, favor_cli, work_dir = sys.argv[1:4]
-    tag = sys.argv[4] if len(sys.argv) == 5 else "localhost/favor:ctest"
+    args = parse_args()
+    source_dir, favor_cli, work_dir, tag = (args.source_dir, args.favor_cli,
+                                            args.work_dir, args.tag)
     os.makedirs(work_dir, exist_ok=True)
     probe_podman()
-    ensure_base_image()
-    probe_build_steps()
-    build_image(source_dir, work_dir, tag)
+    ensure_base_image(args.release)
+    probe_build_steps(args.release)
+    build_args = [f"DEBIAN_IMAGE={base_image(args.release)}"] + args.build_arg
+    build_image(source_dir, work_dir, tag, args.dockerfile, build_args)
 
     image = inspect(tag)
     config = image["Config"]
     size_mb = image["Size"] / 1e6
-    base_mb = inspect(BASE_IMAGE)["Size"] / 1e6
-    log(f"image size: {size_mb:.0f} MB ({base_mb:.0f} MB of it the base image)")
+    base_mb = inspect(base_image(args.release))["Size"] / 1e6
+    log(f"image size: {size_mb:.0f} MB ({base_mb:.0f} MB of it the base image "
+        f"debian:{args.release}-slim)")
+    if args.cuda:
+        check_cuda_image(tag, size_mb)
+        return
     user = config.get("User") or ""
     if user in ("", "root", "0") or user.startswith("0:"):
         fail(f"the image runs as {user or 'root'}: it must name an unprivileged user")
