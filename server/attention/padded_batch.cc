@@ -26,7 +26,8 @@ std::vector<std::vector<int64_t>> Buckets(std::vector<int64_t> sequences,
     if (!buckets.empty()) {
       const int64_t padded =
           static_cast<int64_t>(buckets.back().size() + 1) * length;
-      if (padded <= std::max(2 * (tokens + length),
+      if (padded <= PaddedBatch::kMaxBucketTokens &&
+          padded <= std::max(2 * (tokens + length),
                              PaddedBatch::kSmallBucketTokens)) {
         buckets.back().push_back(s);
         tokens += length;

@@ -8,7 +8,10 @@
 // (sequences × heads) rows padded to its longest sequence, with a keep mask
 // per row (head_group.h). A bucket grows while its padded size is at most
 // twice its tokens, or at most kSmallBucketTokens (short sequences are
-// launch-bound, not compute-bound). A bucket of one sequence, and every
+// launch-bound, not compute-bound), and never past kMaxBucketTokens: a
+// chunk of a bucket of short sequences spans all of them, so its features
+// cost padded tokens × heads × features floats (256 MiB at 4 heads and 256
+// features), where one sequence at a time cost a chunk's. A bucket of one sequence, and every
 // sequence of a batch whose query and key offsets differ, is a group of
 // views as before: nothing is copied. Implementation detail of server/attention.
 #ifndef FAVOR_SERVER_ATTENTION_PADDED_BATCH_H_
@@ -27,6 +30,7 @@ namespace favor::attention {
 class PaddedBatch {
  public:
   static constexpr int64_t kSmallBucketTokens = 8192;
+  static constexpr int64_t kMaxBucketTokens = 65536;
 
   // query, key, value: (T, H, ·) packed as AttendPacked takes them; out:
   // (Tq, H, dv), which WriteBack fills for the padded groups (the others

@@ -77,6 +77,29 @@ TEST(PaddedBatchTest, LongAndShortSequencesEqualThePerHeadSchedule) {
   }
 }
 
+// 40 sequences of 2,000 tokens: 80,000 tokens, more than one bucket may
+// hold (kMaxBucketTokens, a bound on a chunk's features), so two buckets,
+// each within the bound, and still the per-head schedule's attention.
+TEST(PaddedBatchTest, ABucketHoldsAtMostItsTokenCap) {
+  const Packed p = RandomPacked(std::vector<int64_t>(40, 2000), 4);
+  const at::Tensor out = at::empty({p.q.size(0), kHeads, kValueDim});
+  const PaddedBatch batch(p.q, p.k, p.v, p.offsets, p.offsets, out);
+  ASSERT_EQ(batch.groups().size(), 2u);
+  for (const HeadGroup& group : batch.groups()) {
+    EXPECT_LE(group.query.size(0) / kHeads * group.query.size(1),
+              PaddedBatch::kMaxBucketTokens);
+  }
+  const at::Tensor per_head =
+      AttendOrDie(p, Kernel::kFavorPositive, false,
+                  AttentionOptions::CpuSchedule::kPerHead);
+  const at::Tensor batched =
+      AttendOrDie(p, Kernel::kFavorPositive, false,
+                  AttentionOptions::CpuSchedule::kBatched);
+  EXPECT_LT(((batched - per_head).abs().max() / per_head.abs().max())
+                .item<double>(),
+            1e-5);
+}
+
 using attention_testing::CountAtenCalls;
 
 // The calls that gathering a padded bucket and scattering its output back
