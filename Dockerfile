@@ -33,7 +33,11 @@ RUN --mount=type=cache,target=/var/cache/apt/archives,id=favor-apt-archives \
       libutf8proc-dev libsentencepiece-dev python3 nodejs npm \
  && rm -rf /var/lib/apt/lists/*
 
-WORKDIR /src
+# The source at /favor/src and the build at /favor/build, as in the trixie
+# test's root (tests/platform/trixie_test.py): on trixie the same compiler,
+# headers, flags and paths, so that ccache's objects from either build serve
+# the other (the container test seeds this cache from that one).
+WORKDIR /favor/src
 # Only what the build reads (tests, benchmarks and docs are not built), so
 # that a change elsewhere keeps this stage's cache.
 COPY CMakeLists.txt ./
@@ -54,24 +58,25 @@ COPY deploy/container/runtime-packages.sh deploy/container/
 # ccache keeps its objects in a cache mount that outlives the image: after a
 # source change the compile is mostly cache hits (the statistics printed are
 # this build's). The default model is copied (target default_model) into
-# /build/models. The runtime stage installs the packages that own the
+# /favor/build/models. The runtime stage installs the packages that own the
 # libraries the programs need (runtime-packages.sh), which differ by
 # release.
-ENV CCACHE_DIR=/ccache
-RUN --mount=type=cache,target=/ccache,id=favor-ccache \
-    cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# LANG too: ccache hashes the locale (the compiler's messages depend on it).
+ENV CCACHE_DIR=/favor/ccache LANG=C.UTF-8
+RUN --mount=type=cache,target=/favor/ccache,id=favor-ccache \
+    cmake -S . -B /favor/build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DFAVOR_BUILD_TESTS=OFF -DFAVOR_BUILD_BENCHMARKS=OFF >/dev/null \
  && ccache --zero-stats >/dev/null \
- && cmake --build /build -j "$(nproc)" \
+ && cmake --build /favor/build -j "$(nproc)" \
       --target favor_server favor-cli favor_model_cli default_model \
  && ccache --show-stats \
  && mkdir -p /out/bin /out/lib/favor \
- && cp /build/server/favor-server /build/client/cli/favor-cli /out/bin/ \
- && cp /build/server/tokenizer/libfavor_sentencepiece.so /out/lib/favor/ \
+ && cp /favor/build/server/favor-server /favor/build/client/cli/favor-cli /out/bin/ \
+ && cp /favor/build/server/tokenizer/libfavor_sentencepiece.so /out/lib/favor/ \
  && strip --strip-unneeded /out/bin/* /out/lib/favor/* \
  && deploy/container/runtime-packages.sh /out/bin/* /out/lib/favor/* \
       > /out/runtime-packages \
- && cp -r /build/models /out/models
+ && cp -r /favor/build/models /out/models
 
 FROM ${DEBIAN_IMAGE}
 ARG DEBIAN_FRONTEND=noninteractive

@@ -35,6 +35,7 @@ is in the image but cuDNN's, which the build was allowed to leave out), not
 run, since nothing here has a GPU or cuDNN.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -146,6 +147,67 @@ def ensure_base_image(release):
     finally:
         shutil.rmtree(rootfs, ignore_errors=True)
     log(f"base image made in {time.monotonic() - start:.0f} s")
+
+
+def buildah_cache_dir(cache_id):
+    """Where podman 4 (buildah) keeps a Dockerfile's cache mount
+    `RUN --mount=type=cache,id=ID` when run as root."""
+    return os.path.join(os.environ.get("TMPDIR") or "/var/tmp", "buildah-cache", cache_id)
+
+
+def trixie_root(kind):
+    """The newest complete root that tests/platform/trixie_test.py keeps, or None."""
+    base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                        "favor")
+    roots = [path for path in glob.glob(os.path.join(base, f"trixie-{kind}-*"))
+             if os.path.isdir(path) and not path.endswith(".partial")]
+    return max(roots, key=os.path.getmtime) if roots else None
+
+
+def seed_build_caches(kind, apt_cache_id, ccache_id):
+    """Seeds the Dockerfile's cache mounts from what the trixie test already
+    holds: the Debian 13 packages its `kind` root downloaded (hard links where
+    the file system allows), and its ccache objects, compiled from the same
+    sources at the same paths (/favor/src, /favor/build) with the same
+    compiler and headers. A cold run then downloads and compiles once for
+    both tests. Nothing is trusted blindly: apt checks each archive's hash
+    against the index and fetches any that differ, and ccache hashes the
+    compiler and every input, so a stale object is only a miss."""
+    root = trixie_root(kind)
+    ccache = os.path.join(os.path.dirname(root), "ccache-trixie") if root else None
+    if root is None:
+        log(f"no trixie {kind} root to seed the build's caches from: building from scratch")
+        return
+    start = time.monotonic()
+    debs = glob.glob(os.path.join(root, "var/cache/apt/archives/*.deb"))
+    apt_dir = buildah_cache_dir(apt_cache_id)
+    os.makedirs(apt_dir, exist_ok=True)
+    seeded = 0
+    for deb in debs:
+        target = os.path.join(apt_dir, os.path.basename(deb))
+        if os.path.exists(target):
+            continue
+        try:
+            os.link(deb, target)
+        except OSError:
+            shutil.copy2(deb, target)
+        seeded += 1
+    objects = 0
+    if ccache and os.path.isdir(ccache):
+        ccache_dir = buildah_cache_dir(ccache_id)
+        for folder, _, files in os.walk(ccache):
+            inner = os.path.join(ccache_dir, os.path.relpath(folder, ccache))
+            os.makedirs(inner, exist_ok=True)
+            for name in files:
+                target = os.path.join(inner, name)
+                # Statistics and configuration stay the build's own.
+                if name in ("stats", "ccache.conf") or os.path.exists(target):
+                    continue
+                shutil.copy2(os.path.join(folder, name), target)
+                objects += 1
+    log(f"seeded the build's caches from {root} in {time.monotonic() - start:.0f} s: "
+        f"its {len(debs)} packages into {apt_dir} ({seeded} not there yet), its "
+        f"ccache objects into {buildah_cache_dir(ccache_id)} ({objects} not there yet)")
 
 
 def image_id(tag):
@@ -290,6 +352,13 @@ def parse_args():
     parser.add_argument("--build-arg", action="append", default=[])
     parser.add_argument("--cuda", action="store_true",
                         help="the CUDA image: built and checked, not run")
+    parser.add_argument("--seed-from-trixie", choices=("cpu", "cuda"),
+                        help="seed the build's apt and ccache cache mounts from "
+                             "the trixie test's root of this kind")
+    parser.add_argument("--apt-cache-id", default="favor-apt-archives",
+                        help="the Dockerfile's cache mount id for apt's archives")
+    parser.add_argument("--ccache-id", default="favor-ccache",
+                        help="the Dockerfile's cache mount id for ccache")
     return parser.parse_args()
 
 
@@ -302,6 +371,8 @@ def main():
     ensure_base_image(args.release)
     probe_build_steps(args.release)
     build_args = [f"DEBIAN_IMAGE={base_image(args.release)}"] + args.build_arg
+    if args.seed_from_trixie:
+        seed_build_caches(args.seed_from_trixie, args.apt_cache_id, args.ccache_id)
     build_image(source_dir, work_dir, tag, args.dockerfile, build_args)
 
     image = inspect(tag)

@@ -21,6 +21,8 @@ fi
 root=$(realpath "${1:?usage: chroot_run.sh ROOT ... -- COMMAND}")
 shift
 binds=()
+# LANG as the Dockerfiles' build stages set it: ccache hashes the locale, and
+# the images' builds take their objects from this ccache (container_test.py).
 envs=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
       HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive)
 while (($# > 0)) && [[ "$1" != "--" ]]; do
