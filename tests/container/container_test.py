@@ -21,12 +21,18 @@ It reports the image's size and the build time (cold or warm ccache).
 
 Exit 77 (ctest SKIP) only when podman itself cannot work here (no podman,
 not root, `podman info` fails, it cannot import and mount an image, or it
-cannot run `RUN true` on the base image); a Dockerfile that fails to build, a missing
-debootstrap, or any failed check is a failure.
+cannot run `RUN true` on the base image), or when its storage lacks the
+room that --needs-free-gb names for a first build of the image; a
+Dockerfile that fails to build, a missing debootstrap, or any failed check
+is a failure.
 
 Usage: container_test.py SOURCE_DIR FAVOR_CLI WORK_DIR [IMAGE_TAG]
            [--release trixie|bookworm] [--dockerfile Dockerfile]
-           [--build-arg NAME=VALUE]... [--cuda]
+           [--build-arg NAME=VALUE]... [--cuda] [--needs-free-gb GB]
+           [--seed-from-trixie cpu|cuda --apt-cache-id ID --ccache-id ID]
+
+--seed-from-trixie fills the Dockerfile's apt and ccache cache mounts from
+the trixie test's root of that kind before the build (seed_build_caches).
 
 --release picks the base image, debian:RELEASE-slim (debootstrapped when
 podman has none): trixie, the Dockerfile's default, unless told otherwise. --cuda is for Dockerfile.gpu built here: it is built and
