@@ -180,10 +180,11 @@ def seed_build_caches(kind, apt_cache_id, ccache_id):
     against the index and fetches any that differ, and ccache hashes the
     compiler and every input, so a stale object is only a miss."""
     root = trixie_root(kind)
-    ccache = os.path.join(os.path.dirname(root), "ccache-trixie") if root else None
     if root is None:
         log(f"no trixie {kind} root to seed the build's caches from: building from scratch")
         return
+    # Beside the roots, as trixie_test.py's Roots keeps it.
+    ccache = os.path.join(os.path.dirname(root), "ccache-trixie")
     start = time.monotonic()
     debs = glob.glob(os.path.join(root, "var/cache/apt/archives/*.deb"))
     apt_dir = buildah_cache_dir(apt_cache_id)
@@ -199,7 +200,7 @@ def seed_build_caches(kind, apt_cache_id, ccache_id):
             shutil.copy2(deb, target)
         seeded += 1
     objects = 0
-    if ccache and os.path.isdir(ccache):
+    if os.path.isdir(ccache):
         ccache_dir = buildah_cache_dir(ccache_id)
         for folder, _, files in os.walk(ccache):
             inner = os.path.join(ccache_dir, os.path.relpath(folder, ccache))
