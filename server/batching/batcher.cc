@@ -355,12 +355,14 @@ void Batcher::RunBatch(int worker_index, Batch batch) {
                  << num_requests << " requests failed on worker "
                  << worker_index << ": " << status;
   }
+  // Reported before the answers: a caller holding its answer finds its
+  // batch (and its tokens) in the metrics already.
+  observer_->OnBatchRun(worker_index, num_requests, num_tokens,
+                        compute_duration, status);
   for (std::unique_ptr<Request>& request : batch.requests) {
     if (request != nullptr && !request->completed()) request->Complete(status);
   }
   ReleaseMemory(batch);  // after the answers, which may hold results
-  observer_->OnBatchRun(worker_index, num_requests, num_tokens,
-                        compute_duration, status);
 }
 
 void Batcher::ReleaseMemory(const Batch& batch) {

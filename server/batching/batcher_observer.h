@@ -31,7 +31,8 @@ class BatcherObserver {
                           absl::StatusCode code) = 0;
 
   // A worker ran a batch of `num_requests` requests and `num_tokens` tokens;
-  // `status` is what the runner returned.
+  // `status` is what the runner returned. Reported before the batch's
+  // requests are answered.
   virtual void OnBatchRun(int worker_index, int64_t num_requests,
                           int64_t num_tokens, absl::Duration compute_duration,
                           const absl::Status& status) = 0;

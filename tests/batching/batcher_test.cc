@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -389,6 +390,28 @@ TEST_F(BatcherTest, ObserverSeesQueueDurationsAndBatchSizes) {
                                          absl::StatusCode::kDeadlineExceeded}));
   EXPECT_THAT(observer_.batches(),
               ElementsAre(BatchRunRecord{0, 2, 50, absl::ZeroDuration(), ok}));
+}
+
+// A batch is reported before its requests are answered, so that a caller
+// holding its answer finds the batch in the metrics (a scrape right after an
+// Embed counts its tokens).
+TEST_F(BatcherTest, ABatchIsReportedBeforeItsRequestsAreAnswered) {
+  Start();
+  absl::Mutex mu;
+  std::vector<size_t> batches_seen;
+  for (uint64_t id : {1, 2}) {
+    auto request = std::make_unique<Request>([&](absl::Status) {
+      const size_t seen = observer_.batches().size();
+      absl::MutexLock lock(&mu);
+      batches_seen.push_back(seen);
+    });
+    request->id = id;
+    request->num_tokens = kBatchTokens / 2;
+    ASSERT_OK(batcher_->Enqueue(std::move(request)));
+  }
+  WaitIdle();
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(batches_seen, ElementsAre(1u, 1u));
 }
 
 // Created without an observer, the batcher reports to BatcherObserver::Noop():
