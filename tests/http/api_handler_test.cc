@@ -3,6 +3,7 @@
 // with its code and OpenAI's error shape while the server keeps serving.
 #include "server/http/api_handler.h"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "server/metrics/metric_names.h"
 #include "tests/http/api_fixture.h"
 #include "tests/metrics/scrape.h"
+#include "tests/service/fake_service_fixture.h"
 
 namespace favor::http {
 namespace {
@@ -261,20 +263,29 @@ TEST_F(ApiTest, AFullQueueIs429WithRetryAfter) {
   options.embed_batching.max_batch_requests = 1;
   Start(options);
   model_.Hold();
+  // While the model is held, at most 3 of 6 calls can be accepted (one in
+  // the model, one batch ready for the worker, one queued), so at least 3
+  // are refused at once. The model is released only after they are: a
+  // loaded machine that delays a caller cannot turn a refusal into a
+  // success.
+  constexpr int kCalls = 6;
+  std::vector<absl::StatusOr<testing::Fetched>> results(kCalls);
+  std::atomic<int> refused_while_held{0};
   std::vector<std::thread> callers;
-  std::vector<absl::StatusOr<testing::Fetched>> results(6);
-  for (int i = 0; i < 6; ++i) {
-    callers.emplace_back(
-        [&, i] { results[i] = PostEmbeddings(R"({"input":[[1]]})"); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < kCalls; ++i) {
+    callers.emplace_back([&, i] {
+      results[i] = PostEmbeddings(R"({"input":[[1]]})");
+      if (results[i].ok() && results[i]->status == 429) ++refused_while_held;
+    });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(service::WaitUntil([&] { return refused_while_held >= 3; }))
+      << refused_while_held << " calls refused while the model was held";
   model_.Release();
   for (auto& caller : callers) caller.join();
   int refused = 0;
   for (const auto& result : results) {
     ASSERT_TRUE(result.ok()) << result.status();
-    if (result->status != 429) continue;
+    if (result->status == 200) continue;
     ++refused;
     const nlohmann::json error = ExpectError(result, 429);
     EXPECT_EQ(error["code"], "rate_limit_exceeded");
