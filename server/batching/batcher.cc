@@ -144,6 +144,7 @@ absl::Status Batcher::Admit(std::unique_ptr<Request>* request) {
   }
   RETURN_IF_ERROR(CheckRoom((*request)->num_tokens));
   (*request)->enqueue_time = clock_->Now();
+  observer_->OnEnqueued(**request);
   queues_.Push(std::move(*request));
   former_wake_ = true;
   return absl::OkStatus();

@@ -5,6 +5,7 @@ namespace {
 
 class NoopBatcherObserver final : public BatcherObserver {
  public:
+  void OnEnqueued(const Request& request) override {}
   void OnDequeued(const Request& request, absl::Duration queue_duration,
                   absl::StatusCode code) override {}
   void OnBatchRun(int worker_index, int64_t num_requests, int64_t num_tokens,

@@ -12,9 +12,12 @@
 
 namespace favor::batching {
 
-// Called from the batcher's threads (batch former and workers), possibly
-// concurrently, with no batcher lock held: implementations must be
-// thread-safe and quick.
+// Called from the batcher's threads (batch former and workers) and from
+// Enqueue's callers, possibly concurrently, with no batcher lock held except
+// where said: implementations must be thread-safe and quick. Every request
+// that enters the queue is reported once by OnEnqueued and once by
+// OnDequeued, so the difference is the number waiting (queued, or in a
+// formed batch that no worker has started).
 class BatcherObserver {
  public:
   // An observer that does nothing, what a Batcher created without one uses.
@@ -22,6 +25,11 @@ class BatcherObserver {
   static BatcherObserver* Noop();
 
   virtual ~BatcherObserver() = default;
+
+  // A request entered the queue. Called with the batcher's lock held, before
+  // the request can leave it, so that its OnDequeued always comes after:
+  // implementations must only record, never call back into the batcher.
+  virtual void OnEnqueued(const Request& request) = 0;
 
   // A request left the queue: to be run (`code` OK; `queue_duration` runs
   // from admission to the start of its batch), or answered without being

@@ -16,7 +16,8 @@
 
 namespace favor::metrics {
 
-// Records, under the model's label: every dequeued request's queue
+// Records, under the model's label: the requests waiting (favor_queue_depth,
+// up as one is queued, down as it leaves the queue); every dequeued request's queue
 // duration (including those dropped for their deadline or cancellation,
 // since their wait is what went wrong); every batch's compute duration and
 // size; and, for batches that succeeded, their tokens as processed.
@@ -26,6 +27,7 @@ class BatcherMetrics final : public batching::BatcherObserver {
  public:
   BatcherMetrics(Metrics* metrics, absl::string_view model);
 
+  void OnEnqueued(const batching::Request& request) override;
   void OnDequeued(const batching::Request& request,
                   absl::Duration queue_duration,
                   absl::StatusCode code) override;

@@ -21,7 +21,7 @@ class NoopMetrics final : public Metrics {
                    int64_t num_tokens) override {}
   void RecordInputLength(absl::string_view model, int64_t num_tokens) override {
   }
-  void SetQueueDepth(absl::string_view model, int64_t num_requests) override {}
+  void AddQueueDepth(absl::string_view model, int64_t delta) override {}
   void AddTokens(absl::string_view model, int64_t num_tokens) override {}
   void SetModelInfo(const ModelInfoLabels& info) override {}
   std::string SerializeText() const override { return ""; }

@@ -107,8 +107,10 @@ class Metrics {
   // One input's length in tokens (after truncation).
   virtual void RecordInputLength(absl::string_view model,
                                  int64_t num_tokens) = 0;
-  // Requests now waiting in the model's queue.
-  virtual void SetQueueDepth(absl::string_view model, int64_t num_requests) = 0;
+  // Requests waiting for the model (favor_queue_depth) changed by `delta`:
+  // +1 as one is queued, -1 as it starts running or is dropped. Deltas, so
+  // that the versions of a model being reloaded add up under its name.
+  virtual void AddQueueDepth(absl::string_view model, int64_t delta) = 0;
   // Tokens computed successfully.
   virtual void AddTokens(absl::string_view model, int64_t num_tokens) = 0;
   // One answered HTTP request (favor_http_requests_total{route, code},

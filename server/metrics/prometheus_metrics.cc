@@ -188,7 +188,9 @@ void PrometheusMetrics::BuildFamilies() {
   f.tokenization_duration =
       histogram(kTokenizationDurationSeconds,
                 "Tokenisation of one call's texts, on the tokenizer threads.");
-  f.queue_depth = gauge(kQueueDepth, "Requests waiting in the queue.");
+  f.queue_depth = gauge(
+      kQueueDepth,
+      "Requests waiting: queued, or in a formed batch no worker has started.");
   f.in_flight = gauge(kRequestsInFlight, "Calls started, not yet answered.");
   f.model_info = gauge(kModelInfo, "1 per loaded model; labels say what.");
   memory_budget_ =
@@ -378,9 +380,9 @@ void PrometheusMetrics::RecordInputLength(absl::string_view model,
   SeriesOf(model).input_length->Observe(static_cast<double>(num_tokens));
 }
 
-void PrometheusMetrics::SetQueueDepth(absl::string_view model,
-                                      int64_t num_requests) {
-  SeriesOf(model).queue_depth->Set(static_cast<double>(num_requests));
+void PrometheusMetrics::AddQueueDepth(absl::string_view model,
+                                      int64_t delta) {
+  SeriesOf(model).queue_depth->Increment(static_cast<double>(delta));
 }
 
 void PrometheusMetrics::AddTokens(absl::string_view model, int64_t num_tokens) {

@@ -51,7 +51,7 @@ class PrometheusMetrics final : public Metrics {
   void RecordBatch(absl::string_view model, int64_t num_requests,
                    int64_t num_tokens) override;
   void RecordInputLength(absl::string_view model, int64_t num_tokens) override;
-  void SetQueueDepth(absl::string_view model, int64_t num_requests) override;
+  void AddQueueDepth(absl::string_view model, int64_t delta) override;
   void AddTokens(absl::string_view model, int64_t num_tokens) override;
   void RecordHttpRequest(absl::string_view route, int status_code,
                          absl::Duration duration) override;

@@ -224,7 +224,6 @@ bool FavorService::EnqueueWork(
   auto request = std::make_unique<batching::Request>(
       [this, entry, work,
        on_done = std::move(on_done)](absl::Status status) mutable {
-        RecordQueueDepth(*entry);
         on_done(*work, status);
       });
   request->num_tokens = static_cast<int64_t>(work->token_ids.size());
@@ -302,12 +301,6 @@ void FavorService::EnqueueEmbed(
       break;
     }
   }
-  RecordQueueDepth(*entry);
-}
-
-void FavorService::RecordQueueDepth(const ServingModel& entry) const {
-  metrics_->SetQueueDepth(entry.model->name(),
-                          entry.batcher->NumQueuedRequests());
 }
 
 grpc::ServerUnaryReactor* FavorService::Attend(

@@ -273,7 +273,6 @@ class FavorService final : public v1::Favor::CallbackService,
       std::shared_ptr<EmbedWork> work, absl::Time deadline,
       const std::shared_ptr<batching::CancellationFlag>& cancellation,
       absl::AnyInvocable<void(const EmbedWork&, absl::Status)> on_done);
-  void RecordQueueDepth(const ServingModel& entry) const;
   absl::Status StartAttend(UnaryCall* call, const v1::AttendRequest& request,
                            v1::AttendResponse* response);
   absl::Status StartTokenize(UnaryCall* call,

@@ -65,6 +65,10 @@ struct BatchRunRecord {
 
 class RecordingObserver final : public BatcherObserver {
  public:
+  void OnEnqueued(const Request& request) override {
+    absl::MutexLock lock(&mu_);
+    enqueued_.push_back(request.id);
+  }
   void OnDequeued(const Request& request, absl::Duration queue_duration,
                   absl::StatusCode code) override {
     absl::MutexLock lock(&mu_);
@@ -77,6 +81,16 @@ class RecordingObserver final : public BatcherObserver {
     batches_.push_back({worker_index, num_requests, num_tokens,
                         compute_duration, status.code()});
   }
+  std::vector<uint64_t> enqueued() const {
+    absl::MutexLock lock(&mu_);
+    return enqueued_;
+  }
+  // Reported in, not yet reported out: what favor_queue_depth shows.
+  int64_t waiting() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(enqueued_.size()) -
+           static_cast<int64_t>(dequeued_.size());
+  }
   std::vector<DequeuedRecord> dequeued() const {
     absl::MutexLock lock(&mu_);
     return dequeued_;
@@ -88,6 +102,7 @@ class RecordingObserver final : public BatcherObserver {
 
  private:
   mutable absl::Mutex mu_;
+  std::vector<uint64_t> enqueued_ ABSL_GUARDED_BY(mu_);
   std::vector<DequeuedRecord> dequeued_ ABSL_GUARDED_BY(mu_);
   std::vector<BatchRunRecord> batches_ ABSL_GUARDED_BY(mu_);
 };

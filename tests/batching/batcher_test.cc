@@ -392,6 +392,34 @@ TEST_F(BatcherTest, ObserverSeesQueueDurationsAndBatchSizes) {
               ElementsAre(BatchRunRecord{0, 2, 50, absl::ZeroDuration(), ok}));
 }
 
+// Every request that enters the queue is reported in once and out once,
+// whether it runs or is dropped, and never while it runs; so the difference
+// (favor_queue_depth) counts exactly the requests still waiting.
+TEST_F(BatcherTest, ObserverReportsEachRequestInAndOutOnce) {
+  Start();
+  HoldPipeline();
+  EXPECT_EQ(observer_.waiting(), 1);  // kReadyId: formed, not started
+  ASSERT_OK(Add(1, 10));
+  ASSERT_OK(Add(2, 10, Priority::kNormal, clock_.Now() + absl::Milliseconds(1)));
+  EXPECT_EQ(observer_.waiting(), 3);
+  clock_.Advance(absl::Milliseconds(1));  // request 2 expires in the queue
+  ASSERT_TRUE(log_.WaitFor(2));
+  WaitIdle();
+  EXPECT_EQ(observer_.waiting(), 2);
+  Release();
+  clock_.Advance(kDelay);
+  ASSERT_TRUE(log_.WaitFor(1));
+  WaitIdle();
+  EXPECT_EQ(observer_.waiting(), 0);
+  EXPECT_THAT(observer_.enqueued(),
+              UnorderedElementsAre(kRunningId, kReadyId, 1, 2));
+  std::vector<uint64_t> out;
+  for (const DequeuedRecord& record : observer_.dequeued()) {
+    out.push_back(record.id);
+  }
+  EXPECT_THAT(out, UnorderedElementsAre(kRunningId, kReadyId, 1, 2));
+}
+
 // A batch is reported before its requests are answered, so that a caller
 // holding its answer finds the batch in the metrics (a scrape right after an
 // Embed counts its tokens).
@@ -484,6 +512,7 @@ TEST_F(BatcherTest, ShutdownAnswersUnavailableAfterTheDrainTimeout) {
     EXPECT_EQ(log_.Count(id), 1) << id;
   }
   EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(kRunningId)));
+  EXPECT_EQ(observer_.waiting(), 0);  // request 3, refused, never entered
 }
 
 TEST_F(BatcherTest, DestructorAnswersQueuedRequestsUnavailable) {
@@ -494,6 +523,7 @@ TEST_F(BatcherTest, DestructorAnswersQueuedRequestsUnavailable) {
   EXPECT_EQ(log_.StatusOf(1).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(log_.StatusOf(2).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(runner_.num_runs(), 0);
+  EXPECT_EQ(observer_.waiting(), 0);
 }
 
 }  // namespace

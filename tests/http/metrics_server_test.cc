@@ -4,6 +4,7 @@
 #include "server/http/metrics_server.h"
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,46 @@ TEST_F(FakeServiceTest, MetricsScrapeHasEveryFamily) {
   auto missing = metrics::scrape::HttpGet((*http)->port(), "/other");
   ASSERT_TRUE(missing.ok());
   EXPECT_EQ(missing->status_code, 404);
+}
+
+// favor_queue_depth counts the calls waiting for the model: not one that the
+// model is computing, and none once all are answered (docs/deployment.md
+// suggests autoscaling GPU replicas on it, so a stale value would keep
+// replicas up).
+TEST_F(FakeServiceTest, QueueDepthCountsTheCallsWaiting) {
+  service::FavorService::Options options;
+  options.embed_batching.num_workers = 1;
+  options.embed_batching.max_batch_requests = 1;
+  Start(options);
+  const auto depth = [&] {
+    return metrics::scrape::FindSample(server_->metrics().SerializeText(),
+                                       metrics::kQueueDepth,
+                                       {{"model", "fake"}});
+  };
+  const auto depth_becomes = [&](double want) {
+    return service::WaitUntil([&] { return depth() == want; },
+                              absl::Seconds(10));
+  };
+  model_.Hold();
+  std::vector<std::thread> callers;
+  std::vector<grpc::Status> statuses(3);
+  const auto call = [&](int i) {
+    callers.emplace_back([&, i] {
+      statuses[i] = CallEmbed(server_->stub(), EmbedOf({{1, 2}}));
+    });
+  };
+  call(0);
+  model_.WaitForCalls(1);
+  EXPECT_TRUE(depth_becomes(0)) << "computing, not waiting: " << depth().value_or(-1);
+  call(1);
+  call(2);
+  EXPECT_TRUE(depth_becomes(2)) << depth().value_or(-1);
+  model_.Release();
+  for (auto& caller : callers) caller.join();
+  for (const grpc::Status& status : statuses) {
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  }
+  EXPECT_TRUE(depth_becomes(0)) << depth().value_or(-1);
 }
 
 // Connections that send nothing, or only part of a request, cost the server

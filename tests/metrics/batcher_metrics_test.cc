@@ -56,6 +56,31 @@ TEST_F(BatcherMetricsTest, DequeuedRequestsRecordTheirQueueDuration) {
   EXPECT_NEAR(*sum, 2.003, 1e-9);
 }
 
+// favor_queue_depth goes up by one as a request is queued and down by one as
+// it leaves, whatever the reason; two observers of one model (two versions
+// during a reload) add up.
+TEST_F(BatcherMetricsTest, QueueDepthCountsRequestsInMinusOut) {
+  BatcherMetrics observer(metrics_.get(), "bert");
+  BatcherMetrics next_version(metrics_.get(), "bert");
+  batching::Request request([](const absl::Status&) {});
+  request.num_tokens = 12;
+  const scrape::LabelSet bert{{"model", "bert"}};
+  const auto depth = [&] {
+    return FindSample(metrics_->SerializeText(), Name(kQueueDepth), bert);
+  };
+  for (int i = 0; i < 3; ++i) observer.OnEnqueued(request);
+  next_version.OnEnqueued(request);
+  EXPECT_THAT(depth(), Optional(4.0));
+  observer.OnDequeued(request, absl::Milliseconds(3), absl::StatusCode::kOk);
+  observer.OnDequeued(request, absl::Seconds(2),
+                      absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(depth(), Optional(2.0));
+  observer.OnDequeued(request, absl::Seconds(2), absl::StatusCode::kCancelled);
+  next_version.OnDequeued(request, absl::Seconds(1), absl::StatusCode::kOk);
+  EXPECT_THAT(depth(), Optional(0.0));
+  request.Complete(absl::OkStatus());
+}
+
 TEST_F(BatcherMetricsTest, BatchesRecordSizeComputeAndSuccessfulTokens) {
   BatcherMetrics observer(metrics_.get(), "bert");
   observer.OnBatchRun(0, 3, 96, absl::Milliseconds(5), absl::OkStatus());

@@ -24,7 +24,7 @@ TEST(NoopMetricsTest, RecordsNothingAndServesNothing) {
   metrics->RecordTokenization("bert", absl::Microseconds(50));
   metrics->RecordBatch("bert", 2, 20);
   metrics->RecordInputLength("bert", 10);
-  metrics->SetQueueDepth("bert", 3);
+  metrics->AddQueueDepth("bert", 3);
   metrics->AddTokens("bert", 20);
   metrics->SetModelInfo({"bert", "v1", "favor+", "cpu", "float32"});
   { const Metrics::InFlightGuard guard = metrics->TrackInFlight("Embed"); }
@@ -43,7 +43,7 @@ class InFlightLog final : public Metrics {
   void RecordTokenization(absl::string_view, absl::Duration) override {}
   void RecordBatch(absl::string_view, int64_t, int64_t) override {}
   void RecordInputLength(absl::string_view, int64_t) override {}
-  void SetQueueDepth(absl::string_view, int64_t) override {}
+  void AddQueueDepth(absl::string_view, int64_t) override {}
   void AddTokens(absl::string_view, int64_t) override {}
   void SetModelInfo(const ModelInfoLabels&) override {}
   std::string SerializeText() const override { return ""; }

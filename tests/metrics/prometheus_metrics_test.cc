@@ -69,7 +69,7 @@ void RecordSomeTraffic(Metrics& metrics) {
   metrics.RecordBatch("bert", 4, 100);
   metrics.RecordInputLength("bert", 30);
   metrics.RecordInputLength("bert", 70);
-  metrics.SetQueueDepth("bert", 3);
+  metrics.AddQueueDepth("bert", 3);
   metrics.AddTokens("bert", 100);
   metrics.SetModelInfo({"bert", "v1", "favor+", "cpu", "float32"});
 }
