@@ -129,6 +129,13 @@ def main():
             with open("/proc/%d/status" % server.pid) as f:
                 peak = int(re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
             assert metric(metrics_port, "favor_memory_budget_bytes") == budget
+            # A batch gives its reservation back just after its answers
+            # (which may still hold its results), so a caller can hold its
+            # answer a moment before the gauge falls.
+            deadline = time.time() + 10
+            while (metric(metrics_port, "favor_memory_reserved_bytes") != 0
+                   and time.time() < deadline):
+                time.sleep(0.01)
             assert metric(metrics_port, "favor_memory_reserved_bytes") == 0
             batches = metric(metrics_port,
                              'favor_batch_size_requests_count{model="default"}')
