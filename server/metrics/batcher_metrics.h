@@ -17,10 +17,11 @@
 namespace favor::metrics {
 
 // Records, under the model's label: the requests waiting (favor_queue_depth,
-// up as one is queued, down as it leaves the queue); every dequeued request's queue
-// duration (including those dropped for their deadline or cancellation,
-// since their wait is what went wrong); every batch's compute duration and
-// size; and, for batches that succeeded, their tokens as processed.
+// up as one is queued, down as it leaves the queue); every dequeued
+// request's queue duration (including those dropped for their deadline or
+// cancellation, since their wait is what went wrong); every batch's compute
+// duration and size; and, for batches that succeeded, their tokens as
+// processed.
 // Thread-safe, as BatcherObserver requires. One per Batcher (a Batcher
 // serves one model); `metrics` must outlive it.
 class BatcherMetrics final : public batching::BatcherObserver {

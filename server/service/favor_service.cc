@@ -221,9 +221,10 @@ bool FavorService::EnqueueWork(
     absl::AnyInvocable<void(const EmbedWork&, absl::Status)> on_done) {
   work->pooling = prepared.options.pooling;
   work->include_token_embeddings = prepared.options.include_token_embeddings;
+  // The request holds `entry` until it is answered, so that a reload frees
+  // this version of the model only after the calls it accepted.
   auto request = std::make_unique<batching::Request>(
-      [this, entry, work,
-       on_done = std::move(on_done)](absl::Status status) mutable {
+      [entry, work, on_done = std::move(on_done)](absl::Status status) mutable {
         on_done(*work, status);
       });
   request->num_tokens = static_cast<int64_t>(work->token_ids.size());
