@@ -30,15 +30,19 @@ fuzz-build: deps
 	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS)
 
 # A longer campaign: each target for FUZZ_SECONDS, $(JOBS) at a time, its
-# working corpus kept in $(FUZZ_BUILD_DIR)/corpus/<target> between runs.
-# FUZZ_TARGETS (a ctest -R regex, e.g. 'safetensors|model_config') runs
-# some of them: a campaign split over several sittings.
-FUZZ_TARGETS ?= .
+# working corpus kept in $(FUZZ_BUILD_DIR)/corpus/<target> between runs and
+# libFuzzer's output in $(FUZZ_BUILD_DIR)/campaign/<target>.log; then the
+# table of docs/reliability.md (tools/fuzz_summary.py). FUZZ_TARGETS (a
+# ctest -R regex, e.g. 'safetensors|model_config') runs some of them: a
+# campaign split over several sittings.
+FUZZ_TARGETS ?= _fuzz$$
 fuzz: fuzz-build
 	@FAVOR_FUZZ_SECONDS=$(FUZZ_SECONDS) \
 		FAVOR_FUZZ_CORPUS=$(abspath $(FUZZ_BUILD_DIR))/corpus \
+		FAVOR_FUZZ_LOGS=$(abspath $(FUZZ_BUILD_DIR))/campaign \
 		ctest --test-dir $(FUZZ_BUILD_DIR) --output-on-failure -j $(JOBS) \
 		-L fuzz -R '$(FUZZ_TARGETS)' --timeout $$(( $(FUZZ_SECONDS) + 600 ))
+	@/usr/bin/python3 tools/fuzz_summary.py $(FUZZ_BUILD_DIR)/campaign
 
 # The mutation campaign (issue 18 §5; docs/testing.md): every mutant of
 # tools/mutants.py planted in turn, the tests that should notice run, the
