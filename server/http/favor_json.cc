@@ -46,8 +46,8 @@ absl::StatusOr<std::string> FavorJson::RequestFromJson(
     absl::string_view method, absl::string_view json) const {
   const pb::MethodDescriptor* descriptor =
       service_->FindMethodByName(std::string(method));
-  absl::Status utf8 = CheckUtf8(json, "the request body");
-  if (!utf8.ok()) return utf8;
+  absl::Status body = CheckRequestBody(json);
+  if (!body.ok()) return body;
   pb::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   std::string binary;

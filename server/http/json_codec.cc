@@ -25,10 +25,39 @@ std::string CoerceToUtf8(absl::string_view text) {
   return std::string(coerced, text.size());
 }
 
-absl::Status ParseJson(absl::string_view json,
-                       google::protobuf::Message* message) {
+absl::Status CheckRequestBody(absl::string_view json) {
   absl::Status utf8 = CheckUtf8(json, "the request body");
   if (!utf8.ok()) return utf8;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, '"' included
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the request body nests arrays and objects more "
+                         "than ",
+                         kMaxJsonDepth, " deep (at byte ", i, ")"));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseJson(absl::string_view json,
+                       google::protobuf::Message* message) {
+  absl::Status body = CheckRequestBody(json);
+  if (!body.ok()) return body;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   const auto status = google::protobuf::util::JsonStringToMessage(

@@ -155,6 +155,56 @@ TEST_F(ApiTest, BadInputsGetTheirCodeAndOpenAIsErrorShape) {
   }
 }
 
+// Found by an audit from outside: protobuf's JSON parser takes time
+// superlinear in the depth of nested arrays in a google.protobuf.Value
+// (OpenAI's `input`), 70 s for 40,000 '[', on a thread of the event loop;
+// the body is refused by its depth first. 40,000 levels outlast Fetch's 10 s
+// timeout without that check.
+TEST_F(ApiTest, DeeplyNestedJsonIsRefusedBeforeItIsParsed) {
+  Start();
+  const auto nested = [](int depth, absl::string_view open,
+                         absl::string_view close) {
+    std::string text;
+    for (int i = 0; i < depth; ++i) absl::StrAppend(&text, open);
+    for (int i = 0; i < depth; ++i) absl::StrAppend(&text, close);
+    return text;
+  };
+  for (const std::string route : {"/v1/embeddings", "/v1/favor/Embed"}) {
+    const std::string field =
+        route == "/v1/embeddings" ? "input" : "inputs";
+    for (const auto& [open, close] :
+         {std::pair{"[", "]"}, std::pair{"{\"a\":", "}"}}) {
+      const std::string deep = absl::StrCat(
+          "{\"", field, "\":", nested(40000, open, close), "}");
+      const auto error = ExpectError(testing::Post(port(), route, deep), 400);
+      EXPECT_THAT(error["message"].get<std::string>(),
+                  HasSubstr("more than 32 deep"))
+          << route;
+      // The limit counts the outer object: 31 more levels are parsed (and
+      // refused for what they are), 32 are not.
+      for (const int depth : {31, 32}) {
+        const std::string body = absl::StrCat(
+            "{\"", field, "\":", nested(depth, open, close), "}");
+        const auto at = ExpectError(testing::Post(port(), route, body), 400);
+        EXPECT_EQ(at["message"].get<std::string>().find("more than 32 deep") ==
+                      std::string::npos,
+                  depth == 31)
+            << route << " " << depth << ": " << at["message"];
+      }
+    }
+    // Brackets inside strings, escaped quotes included, do not count (the
+    // unknown field makes the body a 400 of another kind).
+    const std::string quoted = absl::StrCat("{\"", field, "\":[\"\\\"",
+                                            nested(100, "[", ""),
+                                            "\"],\"zzz\":1}");
+    const auto error = ExpectError(testing::Post(port(), route, quoted), 400);
+    EXPECT_EQ(error["message"].get<std::string>().find("more than 32 deep"),
+              std::string::npos)
+        << error["message"];
+  }
+  ExpectStillServing();
+}
+
 TEST_F(ApiTest, PathsAndMethodsTheApiLacks) {
   Start();
   ExpectError(testing::Post(port(), "/v1/nothing", "{}"), 404);
