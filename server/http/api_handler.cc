@@ -135,15 +135,30 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header) {
         absl::StrCat("no such path: ", ViewOf(header.target())));
   }
   if (header.method() != route.verb) {
-    return ErrorResponse(
+    Response refusal = ErrorResponse(
         Status::method_not_allowed,
         absl::StrCat(ViewOf(header.target()), " takes ",
                      ViewOf(bhttp::to_string(route.verb)), " only"));
+    // HEAD is a GET to the handler (http_server.h).
+    refusal.set(bhttp::field::allow,
+                route.verb == bhttp::verb::get ? "GET, HEAD" : "POST");
+    return refusal;
   }
   if (route.kind == RouteKind::kHealth) return std::nullopt;
+  const absl::string_view encoding =
+      ViewOf(header[bhttp::field::content_encoding]);
+  if (!encoding.empty() && !absl::EqualsIgnoreCase(encoding, "identity")) {
+    return ErrorResponse(
+        Status::unsupported_media_type,
+        absl::StrCat("Content-Encoding '", encoding,
+                     "' is not supported: send the body as it is"));
+  }
   if (route.kind == RouteKind::kFavor) {
     absl::Status method = favor_json_.CheckMethod(route.method);
-    if (!method.ok()) return ErrorResponse(method);
+    // With no code: NOT_FOUND's model_not_found is about models.
+    if (!method.ok()) {
+      return ErrorResponse(HttpStatusOf(method.code()), method.message());
+    }
   }
   if (!options_.bearer_tokens.empty()) {
     absl::Status key = service::CheckBearerToken(

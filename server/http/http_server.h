@@ -15,7 +15,8 @@
 // header bytes (431), body bytes (413, refused from the Content-Length
 // before any body byte is read; nothing is allocated for a length merely
 // claimed, request_body.h), the time to send a request and to take an
-// answer. Malformed requests get 400 and the connection is closed.
+// answer. Malformed requests get 400 and the connection is closed. HEAD is
+// handed to the handler as GET and answered without the body.
 //
 // TLS (OpenSSL through asio) when Options.tls has a certificate and key;
 // mutual TLS with a client CA file.

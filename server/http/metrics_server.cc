@@ -31,8 +31,10 @@ void MetricsServer::MetricsHandler::Handle(const Request& request,
   if (target != "/metrics" && !target.starts_with("/metrics?")) {
     respond(MakeResponse(Status::not_found, "text/plain", "not found\n"));
   } else if (request.method() != boost::beast::http::verb::get) {
-    respond(
-        MakeResponse(Status::method_not_allowed, "text/plain", "only GET\n"));
+    Response refusal =
+        MakeResponse(Status::method_not_allowed, "text/plain", "only GET\n");
+    refusal.set(boost::beast::http::field::allow, "GET, HEAD");
+    respond(std::move(refusal));
   } else {
     respond(MakeResponse(Status::ok, "text/plain; version=0.0.4; charset=utf-8",
                          metrics_->SerializeText()));

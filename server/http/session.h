@@ -96,6 +96,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Request request_;
   Response response_;
   beast::http::response<beast::http::empty_body> continue_;
+  // The request being answered is a HEAD: handled as a GET, answered
+  // without the body (its Content-Length kept), RFC 9110 9.3.2.
+  bool head_ = false;
   std::array<char, 4096> dropped_;
 };
 
@@ -119,6 +122,7 @@ void Session<Stream>::Start() {
 template <class Stream>
 void Session<Stream>::ReadHeader() {
   parser_.emplace();
+  head_ = false;
   parser_->header_limit(
       static_cast<std::uint32_t>(core_->options.max_header_bytes));
   parser_->body_limit(
@@ -135,6 +139,10 @@ void Session<Stream>::ReadHeader() {
 template <class Stream>
 void Session<Stream>::OnHeader(beast::error_code error) {
   if (error) return Refuse(error);
+  if (parser_->get().method() == beast::http::verb::head) {
+    head_ = true;
+    parser_->get().method(beast::http::verb::get);
+  }
   const RequestHeader& header = parser_->get().base();
   std::optional<Response> refusal = core_->handler->CheckHeader(header);
   if (refusal.has_value()) return Write(std::move(*refusal), false);
@@ -219,6 +227,11 @@ void Session<Stream>::Write(Response response, bool keep_alive) {
   keep_alive = keep_alive && !core_->stopped.load();
   response_.keep_alive(keep_alive);
   response_.prepare_payload();
+  if (head_) {
+    const size_t length = response_.body().size();
+    response_.body().clear();
+    response_.content_length(length);
+  }
   Tcp().expires_after(Chrono(core_->options.max_response_write_time));
   beast::http::async_write(stream_, response_,
                            [self = this->shared_from_this(), keep_alive](

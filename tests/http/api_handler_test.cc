@@ -210,7 +210,30 @@ TEST_F(ApiTest, PathsAndMethodsTheApiLacks) {
   ExpectError(testing::Post(port(), "/v1/nothing", "{}"), 404);
   testing::FetchOptions get;
   get.target = "/v1/embeddings";
-  ExpectError(testing::Fetch(port(), get), 405);
+  auto refused = testing::Fetch(port(), get);
+  ExpectError(refused, 405);
+  EXPECT_EQ(refused->Header("Allow"), "POST");
+  refused = testing::Post(port(), "/v1/models", "{}");
+  ExpectError(refused, 405);
+  EXPECT_EQ(refused->Header("Allow"), "GET, HEAD");
+  // A compressed body is refused, not read as if it were JSON.
+  for (const std::string encoding : {"gzip", "br"}) {
+    testing::FetchOptions compressed;
+    compressed.method = "POST";
+    compressed.target = "/v1/embeddings";
+    compressed.body = R"({"input":[[1]]})";
+    compressed.headers = {{"Content-Encoding", encoding}};
+    const auto error = ExpectError(testing::Fetch(port(), compressed), 415);
+    EXPECT_THAT(error["message"].get<std::string>(), HasSubstr(encoding));
+    compressed.headers = {{"Content-Encoding", "identity"}};
+    auto got = testing::Fetch(port(), compressed);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->status, 200) << got->body;
+  }
+  // The route's name, not model_not_found: no model was asked for.
+  const auto no_method =
+      ExpectError(testing::Post(port(), "/v1/favor/NoSuchMethod", "{}"), 404);
+  EXPECT_TRUE(no_method["code"].is_null()) << no_method;
   ExpectError(testing::Post(port(), "/v1/favor/NoSuchMethod", "{}"), 404);
   const auto error =
       ExpectError(testing::Post(port(), "/v1/favor/EmbedStream", "{}"), 501);
@@ -234,6 +257,43 @@ TEST_F(ApiTest, HeaderAndPathBytesThatAreNotAsciiGetJsonErrors) {
               HasSubstr("not printable ASCII"));
   const auto path = ExpectError(testing::Post(port(), "/v1/\xc1x", "{}"), 404);
   EXPECT_THAT(path["message"].get<std::string>(), HasSubstr("/v1/?x"));
+  ExpectStillServing();
+}
+
+// HEAD is GET without the body (RFC 9110 9.3.2): load balancers probe with
+// it. On one keep-alive connection, so that a body sent after a HEAD's
+// header would be read as the next answer and fail it.
+TEST_F(ApiTest, HeadIsGetWithoutTheBody) {
+  Start();
+  std::vector<testing::FetchOptions> requests(5);
+  for (int i = 0; i < 5; ++i) {
+    requests[i].method = i % 2 == 0 ? "HEAD" : "GET";
+    requests[i].target = i < 2 ? "/health" : "/v1/models";
+  }
+  requests[4].method = "GET";
+  requests[4].target = "/health";
+  auto answers = testing::FetchInOrder(port(), requests);
+  ASSERT_TRUE(answers.ok()) << answers.status();
+  ASSERT_EQ(answers->size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ((*answers)[i].status, 200) << i;
+  for (const int head : {0, 2}) {
+    const testing::Fetched& got = (*answers)[head];
+    const testing::Fetched& full = (*answers)[head + 1];
+    EXPECT_EQ(got.body, "");
+    ASSERT_FALSE(full.body.empty());
+    EXPECT_EQ(got.Header("Content-Length"), std::to_string(full.body.size()));
+    EXPECT_EQ(got.Header("Content-Type"), full.Header("Content-Type"));
+  }
+  // A HEAD to a POST route is refused like a GET, without the error's body.
+  testing::FetchOptions head;
+  head.method = "HEAD";
+  head.target = "/v1/embeddings";
+  const auto refused = testing::Fetch(port(), head);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->status, 405);
+  EXPECT_EQ(refused->Header("Allow"), "POST");
+  EXPECT_EQ(refused->body, "");
+  EXPECT_NE(refused->Header("Content-Length"), "0");
   ExpectStillServing();
 }
 

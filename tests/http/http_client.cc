@@ -41,9 +41,11 @@ class Loop {
   std::thread thread_;
 };
 
-// Sends the request and reads the answer over `stream`.
+// Sends the request and reads the answer over `stream`; `buffer` keeps
+// what was read past the answer, for the next exchange on the connection.
 template <class Stream>
-Fetched Exchange(Stream& stream, const FetchOptions& options) {
+Fetched Exchange(Stream& stream, const FetchOptions& options,
+                 beast::flat_buffer& buffer) {
   beast::http::request<beast::http::string_body> request(
       beast::http::string_to_verb(options.method), options.target, 11);
   request.set(beast::http::field::host, "127.0.0.1");
@@ -57,9 +59,10 @@ Fetched Exchange(Stream& stream, const FetchOptions& options) {
     }
   }
   beast::http::async_write(stream, request, net::use_future).get();
-  beast::flat_buffer buffer;
   beast::http::response_parser<beast::http::string_body> parser;
   parser.body_limit(std::uint64_t{1} << 30);
+  // An answer to HEAD has a Content-Length but no body.
+  parser.skip(request.method() == beast::http::verb::head);
   beast::http::async_read(stream, buffer, parser, net::use_future).get();
   const auto& response = parser.get();
   Fetched fetched;
@@ -88,7 +91,8 @@ Fetched FetchTls(net::io_context& io, const tcp::endpoint& endpoint,
       .async_connect(endpoint, net::use_future)
       .get();
   stream.async_handshake(net::ssl::stream_base::client, net::use_future).get();
-  return Exchange(stream, options);
+  beast::flat_buffer buffer;
+  return Exchange(stream, options, buffer);
 }
 
 }  // namespace
@@ -114,12 +118,37 @@ absl::StatusOr<Fetched> Fetch(int port, const FetchOptions& options) {
     beast::tcp_stream stream(io);
     stream.expires_after(absl::ToChronoNanoseconds(options.timeout));
     stream.async_connect(endpoint, net::use_future).get();
-    return Exchange(stream, options);
+    beast::flat_buffer buffer;
+    return Exchange(stream, options, buffer);
   } catch (const std::exception& error) {
     return absl::UnavailableError(
         absl::StrCat(options.method, " ", options.target,
                      " on 127.0.0.1:", port, ": ", error.what()));
   }
+}
+
+absl::StatusOr<std::vector<Fetched>> FetchInOrder(
+    int port, const std::vector<FetchOptions>& requests) {
+  Loop loop;
+  const tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"),
+                               static_cast<unsigned short>(port));
+  std::vector<Fetched> answers;
+  try {
+    beast::tcp_stream stream(loop.io());
+    beast::flat_buffer buffer;
+    for (const FetchOptions& options : requests) {
+      stream.expires_after(absl::ToChronoNanoseconds(options.timeout));
+      if (answers.empty()) {
+        stream.async_connect(endpoint, net::use_future).get();
+      }
+      answers.push_back(Exchange(stream, options, buffer));
+    }
+  } catch (const std::exception& error) {
+    return absl::UnavailableError(
+        absl::StrCat("exchange ", answers.size() + 1, " of ", requests.size(),
+                     " on 127.0.0.1:", port, ": ", error.what()));
+  }
+  return answers;
 }
 
 absl::StatusOr<Fetched> Post(int port, absl::string_view target,

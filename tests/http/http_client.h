@@ -41,6 +41,12 @@ struct Fetched {
 // the library's message.
 absl::StatusOr<Fetched> Fetch(int port, const FetchOptions& options);
 
+// `requests` one after another on one plaintext connection (keep-alive):
+// the answers, in order, or the first failure. An answer with bytes beyond
+// its length (a body after HEAD) makes the next exchange fail.
+absl::StatusOr<std::vector<Fetched>> FetchInOrder(
+    int port, const std::vector<FetchOptions>& requests);
+
 // A POST of `body` to `target`.
 absl::StatusOr<Fetched> Post(int port, absl::string_view target,
                              std::string body);

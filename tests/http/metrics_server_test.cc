@@ -15,6 +15,7 @@
 #include "boost/asio/write.hpp"
 #include "gtest/gtest.h"
 #include "server/metrics/metric_names.h"
+#include "tests/http/http_client.h"
 #include "tests/metrics/scrape.h"
 #include "tests/service/fake_service_fixture.h"
 
@@ -137,6 +138,31 @@ TEST_F(FakeServiceTest, IdleAndTricklingClientsDoNotDelayAScrape) {
   ASSERT_TRUE(scraped.ok()) << scraped.status();
   EXPECT_EQ(scraped->status_code, 200);
   EXPECT_LT(took, absl::Seconds(1));
+}
+
+// HEAD answers a scrape's headers without its body; other methods get 405
+// with Allow.
+TEST_F(FakeServiceTest, MetricsHeadAndOtherMethods) {
+  Start();
+  auto http = MetricsServer::Create(LoopbackOptions(), &server_->metrics());
+  ASSERT_TRUE(http.ok()) << http.status();
+  std::vector<testing::FetchOptions> requests(2);
+  requests[0].method = "HEAD";
+  requests[0].target = requests[1].target = "/metrics";
+  auto answers = testing::FetchInOrder((*http)->port(), requests);
+  ASSERT_TRUE(answers.ok()) << answers.status();
+  EXPECT_EQ((*answers)[0].status, 200);
+  EXPECT_EQ((*answers)[0].body, "");
+  ASSERT_FALSE((*answers)[1].body.empty());
+  EXPECT_EQ((*answers)[0].Header("Content-Length"),
+            std::to_string((*answers)[1].body.size()));
+  testing::FetchOptions post;  // no body: the server reads none (413)
+  post.method = "POST";
+  post.target = "/metrics";
+  auto posted = testing::Fetch((*http)->port(), post);
+  ASSERT_TRUE(posted.ok()) << posted.status();
+  EXPECT_EQ(posted->status, 405);
+  EXPECT_EQ(posted->Header("Allow"), "GET, HEAD");
 }
 
 // A client that trickles its request is closed when the request read time
