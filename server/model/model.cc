@@ -203,6 +203,9 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
                    LoadModelConfig(directory + "/config.json"));
   ASSIGN_OR_RETURN(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
                    LoadModelTokenizer(directory, config));
+  if (tokenizer != nullptr) {
+    RETURN_IF_ERROR(AdoptSpecialTokenIds(*tokenizer, &config));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
                    SafetensorsFile::Open(directory + "/model.safetensors"));
   RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));

@@ -157,7 +157,8 @@ struct ModelConfig {
   // Special token ids, for clients framing their inputs; −1 when the
   // vocabulary has none, otherwise below vocab_size. Hugging Face configs
   // carry only pad_token_id (default 0); the others default to none, so that
-  // a config names only the ids its vocabulary has.
+  // a config names only the ids its vocabulary has. A model with a tokenizer
+  // fills those left at -1 from it when it loads (AdoptSpecialTokenIds).
   int64_t pad_token_id = 0;
   int64_t unk_token_id = -1;
   int64_t cls_token_id = -1;

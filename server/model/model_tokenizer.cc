@@ -1,7 +1,11 @@
 #include "server/model/model_tokenizer.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
@@ -81,6 +85,39 @@ absl::StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> LoadModelTokenizer(
         "): its ids must all be below vocab_size"));
   }
   return std::shared_ptr<const tokenizer::Tokenizer>(std::move(loaded));
+}
+
+absl::Status AdoptSpecialTokenIds(const tokenizer::Tokenizer& tokenizer,
+                                  ModelConfig* config) {
+  if (tokenizer.kind() == "wordpiece") {
+    const tokenizer::Framing framing = tokenizer::FramingOf(tokenizer);
+    const std::tuple<const char*, const std::vector<tokenizer::SpecialToken>*,
+                     int64_t*>
+        sides[] = {{"cls_token_id", &framing.before, &config->cls_token_id},
+                   {"sep_token_id", &framing.after, &config->sep_token_id}};
+    for (const auto& [name, tokens, id] : sides) {
+      if (tokens->size() != 1) continue;  // a template of its own
+      const tokenizer::SpecialToken& token = tokens->front();
+      if (*id == -1) {
+        *id = token.id;
+      } else if (*id != token.id) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config.json's ", name, " is ", *id,
+            ", but the tokenizer frames every text with ", token.content,
+            " = ", token.id,
+            ": token-id and text inputs would be framed differently"));
+      }
+    }
+  }
+  const std::pair<const std::string*, int64_t*> named[] = {
+      {&config->tokenizer.unk_token, &config->unk_token_id},
+      {&config->tokenizer.mask_token, &config->mask_token_id}};
+  for (const auto& [token, id] : named) {
+    if (*id != -1) continue;
+    const std::optional<int32_t> found = tokenizer.TokenToId(*token);
+    if (found.has_value()) *id = *found;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace favor::model

@@ -29,6 +29,20 @@ absl::StatusOr<tokenizer::TokenizerSpec> TokenizerSpecOf(
 absl::StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> LoadModelTokenizer(
     const std::string& directory, const ModelConfig& config);
 
+// Fills the special-token ids that `config` leaves at -1 from the model's
+// tokenizer, so that GetModel reports the ids the server itself frames texts
+// with (clients framing token-id inputs read them):
+// - cls_token_id and sep_token_id: the tokens a WordPiece tokenizer puts
+//   before and after every text (BERT's [CLS] and [SEP]);
+// - unk_token_id and mask_token_id: the ids of config.tokenizer's unk_token
+//   and mask_token, where the vocabulary has them.
+// pad_token_id (default 0, as Hugging Face's) is left as the config says.
+// INVALID_ARGUMENT when the config names a cls or sep id other than the one
+// the tokenizer frames texts with: token-id and text inputs would then be
+// framed differently.
+absl::Status AdoptSpecialTokenIds(const tokenizer::Tokenizer& tokenizer,
+                                  ModelConfig* config);
+
 }  // namespace favor::model
 
 #endif  // FAVOR_SERVER_MODEL_MODEL_TOKENIZER_H_

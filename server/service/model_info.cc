@@ -4,7 +4,7 @@
 
 #include "server/attention/kernel.h"
 #include "server/model/model_config.h"
-#include "server/tokenizer/encoding.h"
+#include "server/tokenizer/tokenizer.h"
 
 namespace favor::service {
 namespace {
@@ -52,20 +52,16 @@ void FillTokenizer(const model::ModelDescription& model,
   out->set_kind(std::string(tokenizer->kind()));
   out->set_file(model.config.tokenizer.file);
   const bool wordpiece = tokenizer->kind() == "wordpiece";
-  tokenizer::Encoding framed;
-  framed.Append(0, "", {}, /*special=*/false);  // stands for the text
-  tokenizer->AddSpecialTokens(&framed);
-  bool after_text = false;
-  for (size_t t = 0; t < framed.size(); ++t) {
-    if (framed.special_tokens_mask[t] == 0) {
-      after_text = true;
-      continue;
+  const tokenizer::Framing framing = tokenizer::FramingOf(*tokenizer);
+  for (const auto& [tokens, role] :
+       {std::pair{&framing.before, wordpiece ? "cls" : "bos"},
+        std::pair{&framing.after, wordpiece ? "sep" : "eos"}}) {
+    for (const tokenizer::SpecialToken& token : *tokens) {
+      v1::SpecialToken* special = out->add_special_tokens();
+      special->set_role(role);
+      special->set_token(token.content);
+      special->set_id(static_cast<uint32_t>(token.id));
     }
-    v1::SpecialToken* special = out->add_special_tokens();
-    special->set_role(after_text ? (wordpiece ? "sep" : "eos")
-                                 : (wordpiece ? "cls" : "bos"));
-    special->set_token(std::string(framed.tokens[t]));
-    special->set_id(static_cast<uint32_t>(framed.ids[t]));
   }
 }
 

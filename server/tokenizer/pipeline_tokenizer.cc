@@ -19,6 +19,22 @@ absl::Status CheckText(absl::string_view text) {
   return ValidateUtf8(text, "text");
 }
 
+Framing FramingOf(const Tokenizer& tokenizer) {
+  Encoding framed;
+  framed.Append(0, "", {}, /*special=*/false);  // stands for the text
+  tokenizer.AddSpecialTokens(&framed);
+  Framing framing;
+  std::vector<SpecialToken>* side = &framing.before;
+  for (size_t t = 0; t < framed.size(); ++t) {
+    if (framed.special_tokens_mask[t] == 0) {
+      side = &framing.after;
+      continue;
+    }
+    side->push_back({std::string(framed.tokens[t]), framed.ids[t]});
+  }
+  return framing;
+}
+
 // Buffers one Encode call reuses across its segments.
 struct PipelineTokenizer::Scratch {
   std::vector<AddedVocabulary::Segment> segments;

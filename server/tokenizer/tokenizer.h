@@ -54,6 +54,15 @@ class Tokenizer {
   virtual const std::vector<SpecialToken>& special_tokens() const = 0;
 };
 
+// The special tokens `tokenizer` frames every text with (AddSpecialTokens),
+// in order: BERT's [CLS] before the text and [SEP] after it, SentencePiece's
+// <s> and </s> where configured.
+struct Framing {
+  std::vector<SpecialToken> before;
+  std::vector<SpecialToken> after;
+};
+Framing FramingOf(const Tokenizer& tokenizer);
+
 // Spans are kept as 32-bit offsets inside the pipeline.
 inline constexpr size_t kMaxTextBytes = (size_t{1} << 32) - 1;
 

@@ -147,6 +147,25 @@ def check_json_api(port, stub, pb):
     assert status == 501 and "gRPC only" in answer["error"]["message"], answer
 
 
+def check_framing(stub, pb):
+    """A client that frames token ids with GetModel's cls and sep ids, as
+    favor.proto tells it to, gets the embedding of the text itself."""
+    config = stub.GetModel(pb.GetModelRequest(model="default"), timeout=60).model.config
+    roles = {t.role: t.id for t in config.tokenizer.special_tokens}
+    assert config.cls_token_id == roles["cls"] and config.sep_token_id == roles["sep"], config
+    assert config.unk_token_id >= 0 and config.mask_token_id >= 0, config
+    text = "Framing token ids by hand"
+    bare = stub.Tokenize(pb.TokenizeRequest(texts=[text], without_special_tokens=True),
+                         timeout=60).texts[0].ids
+    ids = [config.cls_token_id, *bare, config.sep_token_id]
+    answer = stub.Embed(pb.EmbedRequest(inputs=[pb.EmbedInput(text=text),
+                                                pb.EmbedInput(token_ids=ids)]), timeout=60)
+    a, b = (list(e.values) for e in answer.embeddings)
+    assert max(abs(x - y) for x, y in zip(a, b)) < 1e-5, "framed ids differ from the text"
+    print(f"ok framing: [{config.cls_token_id}] + ids + [{config.sep_token_id}] "
+          "embeds as the text does")
+
+
 def main():
     server_binary, repository, proto_root, node_modules = sys.argv[1:5]
     import grpc
@@ -166,6 +185,7 @@ def main():
             stub = rpc.FavorStub(channel)
             check_openai(http_port, node_modules, stub, pb)
             check_json_api(http_port, stub, pb)
+            check_framing(stub, pb)
             server.send_signal(signal.SIGTERM)
             assert server.wait(timeout=60) == 0, "exit code %d" % server.returncode
             print("ok SIGTERM: exit 0")

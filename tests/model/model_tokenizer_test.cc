@@ -81,6 +81,43 @@ TEST_F(ModelTokenizerTest, RefusesIdsTheModelCannotRead) {
                         "model's vocab_size (8)"));
 }
 
+// kVocab's line numbers are the ids: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3,
+// [MASK] 4.
+TEST_F(ModelTokenizerTest, SpecialTokenIdsLeftUnsetAreTheTokenizers) {
+  ModelConfig config;
+  config.vocab_size = 64;
+  config.tokenizer.file = "vocab.txt";
+  auto loaded = LoadModelTokenizer(dir_, config);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ModelConfig adopted = config;
+  ASSERT_TRUE(AdoptSpecialTokenIds(**loaded, &adopted).ok());
+  EXPECT_EQ(adopted.pad_token_id, 0);
+  EXPECT_EQ(adopted.unk_token_id, 1);
+  EXPECT_EQ(adopted.cls_token_id, 2);
+  EXPECT_EQ(adopted.sep_token_id, 3);
+  EXPECT_EQ(adopted.mask_token_id, 4);
+  // A spelling the vocabulary lacks stays none; ids the config names that
+  // agree with the tokenizer are kept.
+  adopted = config;
+  adopted.tokenizer.mask_token = "<mask>";
+  adopted.cls_token_id = 2;
+  ASSERT_TRUE(AdoptSpecialTokenIds(**loaded, &adopted).ok());
+  EXPECT_EQ(adopted.mask_token_id, -1);
+  EXPECT_EQ(adopted.cls_token_id, 2);
+  // An id that contradicts the tokenizer's framing is refused.
+  for (const bool cls : {true, false}) {
+    adopted = config;
+    (cls ? adopted.cls_token_id : adopted.sep_token_id) = 5;
+    const absl::Status refused = AdoptSpecialTokenIds(**loaded, &adopted);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.message(),
+                HasSubstr(cls ? "cls_token_id is 5, but the tokenizer frames "
+                                "every text with [CLS] = 2"
+                              : "sep_token_id is 5, but the tokenizer frames "
+                                "every text with [SEP] = 3"));
+  }
+}
+
 TEST_F(ModelTokenizerTest, SpecOfEachFileType) {
   TokenizerConfig config;
   config.file = "spiece.model";
