@@ -19,14 +19,15 @@ namespace {
 namespace bhttp = boost::beast::http;
 
 constexpr absl::string_view kFavorPrefix = "/v1/favor/";
+constexpr absl::string_view kModelsPrefix = "/v1/models/";
 constexpr absl::string_view kTimeoutHeader = "X-Request-Timeout";
 
-enum class RouteKind { kEmbeddings, kModels, kHealth, kFavor, kNone };
+enum class RouteKind { kEmbeddings, kModels, kModel, kHealth, kFavor, kNone };
 
 struct Route {
   RouteKind kind = RouteKind::kNone;
   bhttp::verb verb = bhttp::verb::get;
-  std::string method;  // kFavor: the RPC's name
+  std::string method;  // kFavor: the RPC's name; kModel: the model's
 };
 
 absl::string_view ViewOf(boost::beast::string_view view) {
@@ -36,6 +37,7 @@ absl::string_view ViewOf(boost::beast::string_view view) {
 // The `route` label of metrics (metric_names.h bounds it).
 std::string RouteLabel(const Route& route, boost::beast::string_view target) {
   if (route.kind == RouteKind::kNone) return "(other)";
+  if (route.kind == RouteKind::kModel) return "/v1/models/{model}";
   if (route.kind == RouteKind::kFavor) {
     return absl::StrCat(kFavorPrefix, route.method);
   }
@@ -49,6 +51,9 @@ Route RouteOf(boost::beast::string_view target) {
   if (path == "/v1/embeddings")
     return {RouteKind::kEmbeddings, bhttp::verb::post, ""};
   if (path == "/v1/models") return {RouteKind::kModels, bhttp::verb::get, ""};
+  if (absl::ConsumePrefix(&path, kModelsPrefix) && !path.empty()) {
+    return {RouteKind::kModel, bhttp::verb::get, std::string(path)};
+  }
   if (path == "/health") return {RouteKind::kHealth, bhttp::verb::get, ""};
   if (absl::ConsumePrefix(&path, kFavorPrefix) && !path.empty()) {
     return {RouteKind::kFavor, bhttp::verb::post, std::string(path)};
@@ -203,6 +208,8 @@ void ApiHandler::Handle(const Request& request, Responder unrecorded) {
       return Embeddings(request, std::move(respond));
     case RouteKind::kModels:
       return Models(request, std::move(respond));
+    case RouteKind::kModel:
+      return OneModel(route.method, request, std::move(respond));
     case RouteKind::kHealth:
       return Health(std::move(respond));
     case RouteKind::kFavor:
@@ -245,6 +252,24 @@ void ApiHandler::Models(const Request& request, Responder respond) {
               ErrorResponse(response.status(), answer.retry_after_millis));
         }
         respond(JsonResponse(ModelListJson(*response)));
+      });
+}
+
+void ApiHandler::OneModel(const std::string& model, const Request& request,
+                          Responder respond) {
+  absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
+  if (!options.ok()) return respond(ErrorResponse(options.status()));
+  v1::GetModelRequest get;
+  get.set_model(model);
+  client_.Call(
+      "GetModel", get.SerializeAsString(), *options,
+      [respond = std::move(respond)](ServiceClient::Answer answer) mutable {
+        auto response = ParseAnswer<v1::GetModelResponse>(answer);
+        if (!response.ok()) {
+          return respond(
+              ErrorResponse(response.status(), answer.retry_after_millis));
+        }
+        respond(JsonResponse(ModelJson(response->model())));
       });
 }
 

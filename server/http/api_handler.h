@@ -62,6 +62,9 @@ class ApiHandler final : public Handler {
  private:
   void Embeddings(const Request& request, Responder respond);
   void Models(const Request& request, Responder respond);
+  // GET /v1/models/{model}: one model, or 404 model_not_found.
+  void OneModel(const std::string& model, const Request& request,
+                Responder respond);
   void Health(Responder respond) const;
   void FavorMethod(const std::string& method, const Request& request,
                    Responder respond);

@@ -161,15 +161,28 @@ std::string EmbeddingsResponseJson(const v1::EmbedResponse& response,
   return PrintJson(out, /*with_defaults=*/true);
 }
 
+namespace {
+
+void FillModel(const v1::ModelInfo& model, openai::Model* out) {
+  out->set_id(model.name());
+  out->set_object("model");
+  out->set_owned_by("favor");
+}
+
+}  // namespace
+
 std::string ModelListJson(const v1::ListModelsResponse& response) {
   openai::ModelList out;
   out.set_object("list");
   for (const v1::ModelInfo& model : response.models()) {
-    openai::Model* item = out.add_data();
-    item->set_id(model.name());
-    item->set_object("model");
-    item->set_owned_by("favor");
+    FillModel(model, out.add_data());
   }
+  return PrintJson(out, /*with_defaults=*/true);
+}
+
+std::string ModelJson(const v1::ModelInfo& model) {
+  openai::Model out;
+  FillModel(model, &out);
   return PrintJson(out, /*with_defaults=*/true);
 }
 

@@ -37,6 +37,9 @@ std::string EmbeddingsResponseJson(const v1::EmbedResponse& response,
 // GET /v1/models: {"object":"list","data":[{"id","object":"model",
 // "created":0,"owned_by":"favor"}]}.
 std::string ModelListJson(const v1::ListModelsResponse& response);
+// GET /v1/models/{model}: {"id","object":"model","created":0,
+// "owned_by":"favor"}.
+std::string ModelJson(const v1::ModelInfo& model);
 
 }  // namespace favor::http
 

@@ -112,11 +112,11 @@ inline constexpr absl::string_view kMethods[] = {
 // The HTTP routes, as `route` values; anything else is "(other)". HTTP
 // `code` values are the status numbers of kHttpCodes, others "(other)".
 inline constexpr absl::string_view kHttpRoutes[] = {
-    "/v1/embeddings",     "/v1/models",        "/health",
-    "/v1/favor/Embed",    "/v1/favor/Attend",  "/v1/favor/ListModels",
-    "/v1/favor/GetModel", "/v1/favor/Tokenize"};
+    "/v1/embeddings",       "/v1/models",         "/v1/models/{model}",
+    "/health",              "/v1/favor/Embed",    "/v1/favor/Attend",
+    "/v1/favor/ListModels", "/v1/favor/GetModel", "/v1/favor/Tokenize"};
 inline constexpr int kHttpCodes[] = {200, 400, 401, 403, 404, 405, 409, 413,
-                                     429, 431, 499, 500, 501, 503, 504};
+                                     415, 429, 431, 499, 500, 501, 503, 504};
 
 }  // namespace favor::metrics
 

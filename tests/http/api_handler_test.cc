@@ -308,6 +308,13 @@ TEST_F(ApiTest, ModelsAndHealth) {
   ASSERT_EQ(models["data"].size(), 1u);
   EXPECT_EQ(models["data"][0]["id"], "fake");
   EXPECT_EQ(models["data"][0]["object"], "model");
+  options.target = "/v1/models/fake";
+  got = testing::Fetch(port(), options);
+  ASSERT_TRUE(got.ok() && got->status == 200) << got.status();
+  EXPECT_EQ(nlohmann::json::parse(got->body), models["data"][0]);
+  options.target = "/v1/models/nope";
+  const auto missing = ExpectError(testing::Fetch(port(), options), 404);
+  EXPECT_EQ(missing["code"], "model_not_found");
   options.target = "/health";
   got = testing::Fetch(port(), options);
   ASSERT_TRUE(got.ok());

@@ -92,6 +92,9 @@ def check_openai(port, node_modules, stub, pb):
     got = json.loads(output)
     assert got["models"] == ["default"], got["models"]
     assert got["unknownModelStatus"] == 404, got["unknownModelStatus"]
+    assert got["retrieved"] == {"id": "default", "object": "model",
+                                "owned_by": "favor"}, got["retrieved"]
+    assert got["unknownRetrieveStatus"] == 404, got["unknownRetrieveStatus"]
     for case in got["results"]:
         expected = grpc_embed(stub, pb, case["request"])
         assert case["object"] == "list" and case["model"] == "default", case

@@ -3,7 +3,8 @@
 // every case's request and the embeddings the client returned (already
 // decoded from base64 where the client asked for it, which it does by
 // itself when the caller names no encoding_format), plus the model list and
-// the status of a call for an unknown model.
+// the status of a call for an unknown model; one model retrieved, and the
+// status of retrieving an unknown one.
 // Usage: node openai_peer.mjs <node_modules dir> <base URL> [api key]
 import { createRequire } from 'module';
 import path from 'path';
@@ -49,14 +50,23 @@ for (const c of cases) {
 }
 
 const models = await client.models.list();
+const retrieved = await client.models.retrieve('default');
 let unknownModelStatus = 0;
 try {
   await client.embeddings.create({ model: 'no-such-model', input: 'x' });
 } catch (error) {
   unknownModelStatus = error.status;
 }
+let unknownRetrieveStatus = 0;
+try {
+  await client.models.retrieve('no-such-model');
+} catch (error) {
+  unknownRetrieveStatus = error.status;
+}
 console.log(JSON.stringify({
   results,
   models: models.data.map((m) => m.id),
+  retrieved: { id: retrieved.id, object: retrieved.object, owned_by: retrieved.owned_by },
   unknownModelStatus,
+  unknownRetrieveStatus,
 }));
