@@ -45,7 +45,9 @@ Batcher::Batcher(const Options& options, ModelRunner* runner, Clock* clock,
       clock_(clock),
       observer_(observer),
       batch_duration_estimate_(
-          std::max(options.max_queue_delay, kMinRetryAfter)) {}
+          std::max(options.max_queue_delay, kMinRetryAfter)),
+      compute_started_(static_cast<size_t>(std::max(options.num_workers, 0)),
+                       absl::InfiniteFuture()) {}
 
 Batcher::~Batcher() {
   Shutdown(absl::ZeroDuration());
@@ -176,10 +178,20 @@ absl::Status Batcher::CheckRoom(int64_t num_tokens) const {
 }
 
 // How long until `batches_to_wait` batches have left the queue, from the
-// measured compute time per batch and the number of workers.
+// measured compute time per batch and the number of workers. Before any
+// measurement, a batch that has been computing longer than the guess is the
+// better estimate (a first long input would otherwise be hinted at
+// max_queue_delay, and obeying clients would retry in a tight loop).
 absl::Duration Batcher::EstimateRetryAfter(int64_t batches_to_wait) const {
+  absl::Duration per_batch = batch_duration_estimate_;
+  if (!batch_duration_measured_) {
+    const absl::Time now = clock_->Now();
+    for (const absl::Time started : compute_started_) {
+      if (started < now) per_batch = std::max(per_batch, now - started);
+    }
+  }
   const absl::Duration wait =
-      batch_duration_estimate_ * batches_to_wait / options_.num_workers;
+      per_batch * batches_to_wait / options_.num_workers;
   return std::max(wait, kMinRetryAfter);
 }
 
@@ -346,11 +358,11 @@ void Batcher::RunBatch(int worker_index, Batch batch) {
     observer_->OnDequeued(*request, start - request->enqueue_time,
                           absl::StatusCode::kOk);
   }
-  EnterRunner();
   const absl::Time compute_start = clock_->Now();
+  EnterRunner(worker_index, compute_start);
   const absl::Status status = runner_->RunBatch(worker_index, &batch);
   const absl::Duration compute_duration = clock_->Now() - compute_start;
-  LeaveRunner(compute_duration);
+  LeaveRunner(worker_index, compute_duration);
   if (!status.ok()) {
     LOG(WARNING) << "model '" << options_.model_name << "': batch of "
                  << num_requests << " requests failed on worker "
@@ -371,20 +383,25 @@ void Batcher::ReleaseMemory(const Batch& batch) {
   options_.memory_budget->Release(batch.reserved_memory_bytes);
 }
 
-void Batcher::EnterRunner() {
+void Batcher::EnterRunner(int worker_index, absl::Time compute_start) {
   absl::MutexLock lock(&mu_);
   ++workers_in_runner_;
+  compute_started_[static_cast<size_t>(worker_index)] = compute_start;
 }
 
-// Also feeds the compute time into the retry-hint estimate.
-void Batcher::LeaveRunner(absl::Duration compute_duration) {
+// Also feeds the compute time into the retry-hint estimate: the first
+// measurement replaces the guess, later ones are averaged in.
+void Batcher::LeaveRunner(int worker_index, absl::Duration compute_duration) {
   absl::MutexLock lock(&mu_);
   --workers_in_runner_;
-  if (compute_duration > absl::ZeroDuration()) {
-    batch_duration_estimate_ =
-        batch_duration_estimate_ * (1 - kBatchDurationSmoothing) +
-        compute_duration * kBatchDurationSmoothing;
-  }
+  compute_started_[static_cast<size_t>(worker_index)] = absl::InfiniteFuture();
+  if (compute_duration <= absl::ZeroDuration()) return;
+  batch_duration_estimate_ =
+      !batch_duration_measured_
+          ? compute_duration
+          : batch_duration_estimate_ * (1 - kBatchDurationSmoothing) +
+                compute_duration * kBatchDurationSmoothing;
+  batch_duration_measured_ = true;
 }
 
 // ---------------------------------------------------------------------------

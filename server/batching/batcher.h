@@ -249,8 +249,8 @@ class Batcher {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBatch(int worker_index, Batch batch);
   void ReleaseMemory(const Batch& batch);
-  void EnterRunner();
-  void LeaveRunner(absl::Duration compute_duration);
+  void EnterRunner(int worker_index, absl::Time compute_start);
+  void LeaveRunner(int worker_index, absl::Duration compute_duration);
 
   // Shared helpers.
   absl::Status UnrunnableStatus(const Request& request, absl::Time now) const
@@ -285,8 +285,13 @@ class Batcher {
   int workers_in_runner_ ABSL_GUARDED_BY(mu_) = 0;  // inside RunBatch
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  // Moving average of compute time per batch, for retry hints.
+  // Moving average of compute time per batch, for retry hints; until the
+  // first batch is measured, a guess (max_queue_delay) that a batch still
+  // running overrules once it has run longer.
   absl::Duration batch_duration_estimate_ ABSL_GUARDED_BY(mu_);
+  bool batch_duration_measured_ ABSL_GUARDED_BY(mu_) = false;
+  // Per worker: when its batch's compute started; InfiniteFuture when idle.
+  std::vector<absl::Time> compute_started_ ABSL_GUARDED_BY(mu_);
 
   int memory_listener_id_ = -1;  // In options_.memory_budget, if any.
 

@@ -273,15 +273,42 @@ TEST_F(BatcherTest, RetryHintFollowsMeasuredComputeTime) {
   Batcher::Options options = TestOptions();
   options.max_queue_requests = 1;
   Start(options);
-  runner_.set_hook(
-      [this](int, Batch*) { clock_.Advance(absl::Milliseconds(60)); });
+  absl::Duration compute = absl::Milliseconds(60);
+  runner_.set_hook([this, &compute](int, Batch*) { clock_.Advance(compute); });
   ASSERT_OK(Add(1, kBatchTokens));
   ASSERT_TRUE(runner_.WaitForBatches(1));
   WaitIdle();
   ASSERT_OK(Add(2, 10));
-  const absl::Status status = Add(3, 10);
-  // 0.75 * 10ms (initial estimate) + 0.25 * 60ms (measured).
-  EXPECT_EQ(RetryAfter(status), absl::Microseconds(22500));
+  absl::Status status = Add(3, 10);
+  // The first measurement replaces the guess (kDelay).
+  EXPECT_EQ(RetryAfter(status), absl::Milliseconds(60));
+  compute = absl::Milliseconds(20);
+  clock_.Advance(kDelay);
+  ASSERT_TRUE(runner_.WaitForBatches(2));
+  WaitIdle();
+  ASSERT_OK(Add(4, 10));
+  status = Add(5, 10);
+  // Later ones are averaged in: 0.75 * 60ms + 0.25 * 20ms.
+  EXPECT_EQ(RetryAfter(status), absl::Milliseconds(50));
+}
+
+// Before any batch is measured, the hint is no shorter than the time the
+// running batch has computed so far: a first long input is not hinted at
+// max_queue_delay.
+TEST_F(BatcherTest, RetryHintBeforeAnyMeasurementCountsTheRunningBatch) {
+  Batcher::Options options = TestOptions();
+  options.max_queue_requests = 1;
+  Start(options);
+  runner_.Block();
+  ASSERT_OK(Add(1, kBatchTokens));
+  ASSERT_TRUE(runner_.WaitForRunning(1));
+  held_ = 1;
+  ASSERT_OK(Add(2, kBatchTokens));  // formed, waiting for the worker
+  WaitIdle();
+  ASSERT_OK(Add(3, 10));  // queued
+  EXPECT_EQ(RetryAfter(Add(4, 10)), kDelay);
+  clock_.Advance(absl::Milliseconds(300));
+  EXPECT_EQ(RetryAfter(Add(5, 10)), absl::Milliseconds(300));
 }
 
 // ---------------------------------------------------------------------------
