@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/common.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/common/json_parse.h"
 
 namespace favor::http {
 

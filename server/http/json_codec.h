@@ -13,16 +13,12 @@
 
 namespace favor::http {
 
-// Arrays and objects nested deeper than this are refused before parsing:
-// no request of the API needs more than 6 levels, and protobuf's parser
-// takes time superlinear in the depth of nested arrays in a
-// google.protobuf.Value (30 s for a 60 KB body of 30,000 '['), on a thread
-// of the HTTP event loop.
-inline constexpr int kMaxJsonDepth = 32;
-
 // INVALID_ARGUMENT unless `json` is valid UTF-8 and nests arrays and objects
-// at most kMaxJsonDepth deep. One pass over the bytes; the JSON itself is
-// not checked (the parser does that).
+// at most kMaxJsonDepth (json_parse.h) deep: no request of the API needs more
+// than 6 levels, and protobuf's parser takes time superlinear in the depth
+// of nested arrays in a google.protobuf.Value (30 s for a 60 KB body of
+// 30,000 '['), on a thread of the HTTP event loop. One pass over the bytes,
+// nothing allocated; the JSON itself is not checked (the parser does that).
 absl::Status CheckRequestBody(absl::string_view json);
 
 // INVALID_ARGUMENT naming what is wrong: not UTF-8, nested too deep,
