@@ -314,14 +314,23 @@ CredentialsFromFlags() {
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
     grpc::Service* service,
     const std::shared_ptr<grpc::ServerCredentials>& credentials) {
+  const int grpc_port = absl::GetFlag(FLAGS_port);
+  if (grpc_port < 0 || grpc_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--port is ", grpc_port,
+                     "; must be in [0, 65535] (0: the kernel picks one)"));
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use
+  // would start and take a share of its connections, with other models.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const std::string host = absl::GetFlag(FLAGS_bind_address);
   // An IPv6 address needs brackets before the port.
   const std::string address = absl::StrCat(
       absl::StrContains(host, ':') ? absl::StrCat("[", host, "]") : host, ":",
-      absl::GetFlag(FLAGS_port));
+      grpc_port);
   int port = 0;
   builder.AddListeningPort(address, credentials, &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
@@ -361,8 +370,10 @@ int ServeUntilShutdown(favor::ModelReloader* reloader, FavorService* service) {
   while (true) {
     const int signal = favor::WaitForSignal(poll);
     if (signal != 0 && signal != SIGHUP) return signal;
-    LOG(INFO) << "event=model_reload_started reason="
-              << (signal == SIGHUP ? "SIGHUP" : "poll");
+    // A poll that finds nothing new logs nothing at INFO (Reload).
+    LOG_IF(INFO, signal == SIGHUP || VLOG_IS_ON(1))
+        << "event=model_reload_started reason="
+        << (signal == SIGHUP ? "SIGHUP" : "poll");
     reloader->Reload(service);
   }
 }

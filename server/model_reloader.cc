@@ -136,15 +136,18 @@ void ModelReloader::Reload(service::FavorService* service) {
                << "\" (every model keeps serving)";
     return;
   }
+  int changed = 0;
   for (const std::string& name : *names) {
     const std::string signature = model::FolderSignature(PathOf(name));
     auto it = folders_.find(name);
     if (it != folders_.end() && it->second.signature == signature) continue;
     ReloadFolder(name, service);
+    ++changed;
   }
-  RemoveGone(*names, service);
-  LOG(INFO) << "event=model_reload_done seconds="
-            << absl::ToDoubleSeconds(absl::Now() - start);
+  changed += RemoveGone(*names, service);
+  LOG_IF(INFO, changed > 0 || VLOG_IS_ON(1))
+      << "event=model_reload_done folders_changed=" << changed
+      << " seconds=" << absl::ToDoubleSeconds(absl::Now() - start);
 }
 
 void ModelReloader::ReloadFolder(const std::string& name,
@@ -158,7 +161,10 @@ void ModelReloader::ReloadFolder(const std::string& name,
     return;
   }
   if (*revision == folder.revision && service->registry().Contains(name)) {
-    folder.signature = signature;  // Touched, not changed.
+    // Touched, not changed, or put back as it was after a failed load: what
+    // serves is what the folder holds.
+    folder.signature = signature;
+    service->ClearLoadFailure(name);
     return;
   }
   absl::StatusOr<service::FavorService::Servable> servable =
@@ -186,8 +192,9 @@ void ModelReloader::ReloadFolder(const std::string& name,
   folder.revision = *revision;
 }
 
-void ModelReloader::RemoveGone(const std::vector<std::string>& names,
-                               service::FavorService* service) {
+int ModelReloader::RemoveGone(const std::vector<std::string>& names,
+                              service::FavorService* service) {
+  int acted_on = 0;
   for (auto it = folders_.begin(); it != folders_.end();) {
     if (std::binary_search(names.begin(), names.end(), it->first) ||
         it->second.signature == "(gone)") {
@@ -195,6 +202,7 @@ void ModelReloader::RemoveGone(const std::vector<std::string>& names,
       continue;
     }
     const std::string& name = it->first;
+    ++acted_on;
     if (!service->registry().Contains(name)) {
       it = folders_.erase(it);
       continue;
@@ -211,8 +219,10 @@ void ModelReloader::RemoveGone(const std::vector<std::string>& names,
       continue;
     }
     LOG(INFO) << "event=model_removed model=" << name;
+    options_.metrics->ClearModelInfo(name);
     it = folders_.erase(it);
   }
+  return acted_on;
 }
 
 void ModelReloader::Fail(const std::string& name, const absl::Status& status,

@@ -144,6 +144,10 @@ class Metrics {
   // Options (loaded after start-up) gets its own series from here on. Not
   // for the request path.
   virtual void SetModelInfo(const ModelInfoLabels& info) = 0;
+  // Withdraws `model`'s favor_model_info series: it no longer serves. Its
+  // counters stay (a counter's past is not taken back). Not for the request
+  // path; records nothing unless overridden.
+  virtual void ClearModelInfo(absl::string_view model) {}
 
   // Counts a call in favor_requests_in_flight{method} while it lives.
   class InFlightGuard {

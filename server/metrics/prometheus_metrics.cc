@@ -401,21 +401,32 @@ void PrometheusMetrics::SetMemoryReserved(int64_t reserved_bytes) {
   memory_reserved_->Set(static_cast<double>(reserved_bytes));
 }
 
+Counter* PrometheusMetrics::LoadFailureCounter(absl::string_view model) {
+  auto it = load_failures_.find(model);
+  if (it != load_failures_.end()) return it->second;
+  try {
+    Counter* counter = &load_failures_family_->Add(
+        {{Text(kModelLabel), std::string(model)}});
+    return load_failures_.emplace(std::string(model), counter).first->second;
+  } catch (const std::exception& e) {
+    LOG(ERROR) << "metrics: cannot count the load failures of " << model
+               << ": " << e.what();
+    return nullptr;
+  }
+}
+
 void PrometheusMetrics::RecordModelLoadFailure(absl::string_view model) {
   absl::MutexLock lock(&load_failures_mutex_);
-  auto it = load_failures_.find(model);
-  if (it == load_failures_.end()) {
-    try {
-      Counter* counter = &load_failures_family_->Add(
-          {{Text(kModelLabel), std::string(model)}});
-      it = load_failures_.emplace(std::string(model), counter).first;
-    } catch (const std::exception& e) {
-      LOG(ERROR) << "metrics: cannot count the load failure of " << model
-                 << ": " << e.what();
-      return;
-    }
-  }
-  it->second->Increment();
+  Counter* counter = LoadFailureCounter(model);
+  if (counter != nullptr) counter->Increment();
+}
+
+void PrometheusMetrics::ClearModelInfo(absl::string_view model) {
+  absl::MutexLock lock(&model_info_mutex_);
+  auto it = model_info_.find(model);
+  if (it == model_info_.end()) return;
+  families_->model_info->Remove(it->second);
+  model_info_.erase(it);
 }
 
 void PrometheusMetrics::SetModelInfo(const ModelInfoLabels& info) {
@@ -461,6 +472,10 @@ void PrometheusMetrics::SetModelInfo(const ModelInfoLabels& info) {
     LOG(ERROR) << "metrics: cannot publish model info of " << label << ": "
                << e.what();
   }
+  // A served model's load failures count from zero, so that increase()
+  // sees its first failure.
+  absl::MutexLock failures_lock(&load_failures_mutex_);
+  LoadFailureCounter(label);
 }
 
 int PrometheusMetrics::StartInFlight(absl::string_view method) {

@@ -58,6 +58,7 @@ class PrometheusMetrics final : public Metrics {
   void SetMemoryBudget(int64_t budget_bytes, int64_t resident_bytes) override;
   void SetMemoryReserved(int64_t reserved_bytes) override;
   void SetModelInfo(const ModelInfoLabels& info) override;
+  void ClearModelInfo(absl::string_view model) override;
   void RecordModelLoadFailure(absl::string_view model) override;
   std::string SerializeText() const override;
 
@@ -109,6 +110,10 @@ class PrometheusMetrics final : public Metrics {
   prometheus::Family<prometheus::Counter>* load_failures_family_ = nullptr;
   absl::flat_hash_map<std::string, prometheus::Counter*> load_failures_
       ABSL_GUARDED_BY(load_failures_mutex_);
+  // `model`'s series of favor_model_load_failures_total, made at zero when
+  // it has none; null when prometheus-cpp refuses it (logged).
+  prometheus::Counter* LoadFailureCounter(absl::string_view model)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(load_failures_mutex_);
 
   absl::Mutex model_info_mutex_;
   absl::flat_hash_map<std::string, prometheus::Gauge*> model_info_

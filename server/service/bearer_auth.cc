@@ -65,12 +65,17 @@ absl::StatusOr<std::vector<std::string>> ReadBearerTokens(
 
 absl::Status CheckBearerToken(absl::string_view authorization,
                               const std::vector<std::string>& tokens) {
-  if (!absl::StartsWith(authorization, kBearerPrefix)) {
+  // The scheme is case-insensitive (RFC 9110 11.1): "bearer" is Bearer too.
+  if (authorization.empty()) {
     return absl::UnauthenticatedError(
         "missing 'authorization: Bearer <token>' metadata");
   }
+  if (!absl::StartsWithIgnoreCase(authorization, kBearerPrefix)) {
+    return absl::UnauthenticatedError(
+        "the authorization is not 'Bearer <token>'");
+  }
   const absl::string_view presented =
-      absl::StripPrefix(authorization, kBearerPrefix);
+      authorization.substr(kBearerPrefix.size());
   bool found = false;
   // Every token is compared, so the time does not tell which one matched.
   for (const std::string& token : tokens) {

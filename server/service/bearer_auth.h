@@ -29,8 +29,9 @@ namespace favor::service {
 absl::StatusOr<std::vector<std::string>> ReadBearerTokens(
     const std::string& path);
 
-// OK when `authorization` is "Bearer <t>" with `t` one of `tokens`; else
-// UNAUTHENTICATED (the message does not contain the presented token).
+// OK when `authorization` is "Bearer <t>" (the scheme in any case) with `t`
+// one of `tokens`; else UNAUTHENTICATED (the message does not contain the
+// presented token).
 absl::Status CheckBearerToken(absl::string_view authorization,
                               const std::vector<std::string>& tokens);
 

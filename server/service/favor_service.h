@@ -154,6 +154,8 @@ class FavorService final : public v1::Favor::CallbackService,
   // Why the latest load of `name` failed: GetModel and ListModels show it;
   // whatever serves `name` keeps serving.
   void RecordLoadFailure(absl::string_view name, const absl::Status& status);
+  // Forgets it: the folder holds the serving revision again.
+  void ClearLoadFailure(absl::string_view name);
   const ModelRegistry& registry() const { return registry_; }
 
   ~FavorService() override;  // Shutdown(absl::ZeroDuration())

@@ -105,6 +105,10 @@ void FavorService::RecordLoadFailure(absl::string_view name,
   registry_.RecordFailure(name, status);
 }
 
+void FavorService::ClearLoadFailure(absl::string_view name) {
+  registry_.ClearFailure(name);
+}
+
 absl::Status FavorService::ChooseDefaultModel(
     const std::vector<Servable>& models) {
   std::set<std::string> names;

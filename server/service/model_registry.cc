@@ -53,9 +53,8 @@ absl::Status ModelRegistry::Remove(absl::string_view name) {
       return absl::NotFoundError(absl::StrCat("no model '", name, "'"));
     }
     removed = Retire(it);
-    auto failure = failures_.find(name);
-    if (failure != failures_.end()) failures_.erase(failure);
   }
+  ClearFailure(name);
   return absl::OkStatus();
 }
 
@@ -71,6 +70,12 @@ void ModelRegistry::RecordFailure(absl::string_view name,
                                   const absl::Status& status) {
   absl::MutexLock lock(&mu_);
   failures_[std::string(name)] = status;
+}
+
+void ModelRegistry::ClearFailure(absl::string_view name) {
+  absl::MutexLock lock(&mu_);
+  auto failure = failures_.find(name);
+  if (failure != failures_.end()) failures_.erase(failure);
 }
 
 absl::StatusOr<ModelRegistry::Lease> ModelRegistry::Find(

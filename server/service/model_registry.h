@@ -57,6 +57,8 @@ class ModelRegistry {
   absl::Status Remove(absl::string_view name);
   // Why `name`'s latest load failed (shown by Failures()).
   void RecordFailure(absl::string_view name, const absl::Status& status);
+  // Forgets `name`'s failure: its folder holds what serves again.
+  void ClearFailure(absl::string_view name);
 
   // The revision serving `name` now: NOT_FOUND, naming the load failure
   // when there is one, or the models there are.

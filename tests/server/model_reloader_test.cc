@@ -13,12 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/metrics/metric_names.h"
 #include "server/model/model_fingerprint.h"
 #include "server/model/random_model.h"
 #include "tests/metrics/scrape.h"
+#include "tests/server/log_lines.h"
 #include "tests/model/model_config_test_util.h"
 #include "tests/model/temp_dir_test.h"
 
@@ -87,6 +91,19 @@ class ModelReloaderTest : public model::TempDirTest {
     auto lease = service_->registry().Find(name);
     return lease.ok() ? lease->get() : nullptr;
   }
+  // Whether favor_model_info has a series for `name`.
+  bool HasModelInfo(const std::string& name) const {
+    const std::string text = metrics_->SerializeText();
+    const std::string series =
+        absl::StrCat(metrics::kModelInfo, "{");
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      if (absl::StartsWith(line, series) &&
+          absl::StrContains(line, absl::StrCat("model=\"", name, "\""))) {
+        return true;
+      }
+    }
+    return false;
+  }
   std::optional<double> LoadFailures(const std::string& name) const {
     return metrics::scrape::FindSample(metrics_->SerializeText(),
                               std::string(metrics::kModelLoadFailuresTotal),
@@ -112,6 +129,9 @@ TEST_F(ModelReloaderTest, StartUpLoadsEveryFolderAndCountsTheOneThatFails) {
   EXPECT_EQ(Serving("other"), *model::FolderRevision(Path("other")));
   EXPECT_EQ(Serving("broken"), "");
   EXPECT_THAT(LoadFailures("broken"), Optional(1.0));
+  // A served model's failures count from zero, so increase() sees the first.
+  EXPECT_THAT(LoadFailures("default"), Optional(0.0));
+  EXPECT_TRUE(HasModelInfo("default"));
 }
 
 TEST_F(ModelReloaderTest, AReloadInstallsChangedAndNewAndRemovesGoneFolders) {
@@ -124,6 +144,7 @@ TEST_F(ModelReloaderTest, AReloadInstallsChangedAndNewAndRemovesGoneFolders) {
 
   WriteModel("default", 4);
   WriteModel("late", 5);
+  EXPECT_TRUE(HasModelInfo("gone"));
   fs::remove_all(Path("gone"));
   // Touched, not changed: the same revision, so not loaded again either.
   const fs::path config = Path("kept") + "/config.json";
@@ -139,6 +160,9 @@ TEST_F(ModelReloaderTest, AReloadInstallsChangedAndNewAndRemovesGoneFolders) {
   EXPECT_EQ(Lease("kept"), kept) << "an unchanged folder is not loaded again";
   EXPECT_EQ(Serving("kept"), *model::FolderRevision(Path("kept")));
   EXPECT_EQ(Lease("late")->model->config().version, "seed-5");
+  // favor_model_info lists what serves: the gone model's series goes.
+  EXPECT_TRUE(HasModelInfo("late"));
+  EXPECT_FALSE(HasModelInfo("gone"));
   // The model added after start-up has its own metrics series.
   EXPECT_THAT(metrics::scrape::FindSample(metrics_->SerializeText(),
                                  std::string(metrics::kRequestsTotal),
@@ -146,6 +170,22 @@ TEST_F(ModelReloaderTest, AReloadInstallsChangedAndNewAndRemovesGoneFolders) {
                                   {"method", "Embed"},
                                   {"code", "OK"}}),
               Optional(0.0));
+}
+
+// A poll a second that finds nothing new must not write a line a second.
+TEST_F(ModelReloaderTest, APassThatChangesNothingLogsNothing) {
+  WriteModel("default", 1);
+  Start();
+  testing::LogLines log;
+  reloader_->Reload(service_.get());
+  reloader_->Reload(service_.get());
+  EXPECT_THAT(log.lines(), ::testing::IsEmpty());
+  WriteModel("late", 2);
+  reloader_->Reload(service_.get());
+  const std::vector<std::string> lines = log.lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_THAT(lines.back(), ::testing::HasSubstr(
+                                "event=model_reload_done folders_changed=1"));
 }
 
 TEST_F(ModelReloaderTest, AFailedRevisionLeavesTheOldServingUntilFixed) {
@@ -169,6 +209,36 @@ TEST_F(ModelReloaderTest, AFailedRevisionLeavesTheOldServingUntilFixed) {
   reloader_->Reload(service_.get());
   EXPECT_NE(Lease("default"), first);
   EXPECT_EQ(Lease("default")->model->config().version, "seed-6");
+  EXPECT_TRUE(service_->registry().Failures().empty());
+}
+
+// Found by an audit from outside: a folder put back as it was after a
+// failed load kept the failure in GetModel's load_error until a restart.
+TEST_F(ModelReloaderTest, AFolderRestoredAfterAFailureClearsIt) {
+  WriteModel("default", 1);
+  WriteModel("other", 2);
+  Start();
+  const service::ServingModel* first = Lease("other");
+  const std::string weights = Path("other") + "/model.safetensors";
+  const std::string saved = dir_ + "/saved.safetensors";
+  fs::copy_file(weights, saved);
+  fs::resize_file(weights, fs::file_size(weights) / 2);
+  reloader_->Reload(service_.get());
+  EXPECT_THAT(service_->registry().Failures(), ElementsAre(Key("other")));
+  fs::copy_file(saved, weights, fs::copy_options::overwrite_existing);
+  fs::remove(saved);
+  reloader_->Reload(service_.get());
+  EXPECT_EQ(Lease("other"), first) << "the same revision is not loaded again";
+  EXPECT_TRUE(service_->registry().Failures().empty());
+
+  // The same for a folder that went away and came back: "other" is
+  // removed, so a new load; the default model keeps serving while gone.
+  const std::string moved = dir_ + "/.moved";
+  fs::rename(Path("default"), moved);
+  reloader_->Reload(service_.get());
+  EXPECT_THAT(service_->registry().Failures(), ElementsAre(Key("default")));
+  fs::rename(moved, Path("default"));
+  reloader_->Reload(service_.get());
   EXPECT_TRUE(service_->registry().Failures().empty());
 }
 

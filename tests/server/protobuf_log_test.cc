@@ -6,35 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "favor/v1/favor.pb.h"
 #include "glog/logging.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/log_lines.h"
 
 namespace favor {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Collects what glog is given.
-class Sink : public google::LogSink {
- public:
-  void send(google::LogSeverity, const char*, const char*, int,
-            const google::LogMessageTime&, const char* message,
-            size_t length) override {
-    absl::MutexLock lock(&mu_);
-    lines_.emplace_back(message, length);
-  }
-  std::vector<std::string> lines() {
-    absl::MutexLock lock(&mu_);
-    return lines_;
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
-};
 
 // A serialized EmbedInput whose text is the byte 0xff.
 std::string InvalidUtf8Input() {
@@ -46,8 +27,7 @@ std::string InvalidUtf8Input() {
 }
 
 TEST(ProtobufLogTest, ClientTriggeredErrorsAreEventsAtMostOnceAWindow) {
-  Sink sink;
-  google::AddLogSink(&sink);
+  testing::LogLines sink;
   ProtobufLogOptions options;
   options.window = absl::Hours(1);
   InstallProtobufLogHandler(options);
@@ -70,7 +50,6 @@ TEST(ProtobufLogTest, ClientTriggeredErrorsAreEventsAtMostOnceAWindow) {
   lines = sink.lines();
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_THAT(lines[1], HasSubstr("suppressed=99"));
-  google::RemoveLogSink(&sink);
 }
 
 }  // namespace

@@ -102,6 +102,12 @@ TEST(ReadBearerTokensTest, FailsWithoutTokenOrFile) {
 TEST(CheckBearerTokenTest, AcceptsOnlyAConfiguredToken) {
   const std::vector<std::string> tokens = {"alpha", "beta"};
   EXPECT_TRUE(CheckBearerToken("Bearer beta", tokens).ok());
+  // The scheme's case does not matter (RFC 9110 11.1); the token's does.
+  EXPECT_TRUE(CheckBearerToken("bearer beta", tokens).ok());
+  EXPECT_TRUE(CheckBearerToken("BEARER alpha", tokens).ok());
+  EXPECT_FALSE(CheckBearerToken("Bearer Beta", tokens).ok());
+  EXPECT_THAT(std::string(CheckBearerToken("Basic YTpi", tokens).message()),
+              HasSubstr("not 'Bearer <token>'"));
   EXPECT_FALSE(CheckBearerToken("Bearer bet", tokens).ok());
   EXPECT_FALSE(CheckBearerToken("Bearer betaa", tokens).ok());
   EXPECT_FALSE(CheckBearerToken("beta", tokens).ok());
