@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""favor-server refuses a gRPC port it cannot own, with one clear line and
+exit code 1, instead of serving beside another process.
+
+gRPC sets SO_REUSEPORT on its listeners by default, so a second server on a
+port already in use (by a process that set it too, as another favor-server
+does) started and took a share of the connections, with its own models.
+Here a Python socket with SO_REUSEPORT holds the port; then a port outside
+[0, 65535], which gRPC took modulo 65536.
+
+Usage: startup_test.py SERVER_BINARY MODEL_REPOSITORY PROTO_ROOT
+"""
+import socket
+import subprocess
+import sys
+
+
+def start(binary, repository, port):
+    """Runs the server until it exits (60 s at most); its code and stderr."""
+    server = subprocess.Popen(
+        [binary, f"--model_repository={repository}", f"--port={port}",
+         "--http_port=0", "--metrics_port=0", "--bind_address=127.0.0.1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = server.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        _, err = server.communicate()
+        raise AssertionError(f"--port={port}: still serving after 60 s\n{err}")
+    return server.returncode, err
+
+
+def main():
+    binary, repository = sys.argv[1:3]
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    code, err = start(binary, repository, port)
+    assert code == 1 and "is the port in use?" in err, (code, err)
+    print(f"ok port {port} in use (SO_REUSEPORT holder): exit 1")
+    holder.close()
+    for port in (70000, -1):
+        code, err = start(binary, repository, port)
+        assert code == 1 and f"--port is {port}; must be in [0, 65535]" in err, (code, err)
+        print(f"ok --port={port}: exit 1 naming the flag")
+
+
+if __name__ == "__main__":
+    main()
