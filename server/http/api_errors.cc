@@ -103,6 +103,14 @@ Status HttpStatusOf(absl::StatusCode code) {
 
 Response ErrorResponse(const absl::Status& status,
                        std::optional<int64_t> retry_after_millis) {
+  if (status.code() == absl::StatusCode::kResourceExhausted &&
+      !retry_after_millis.has_value()) {
+    // No retry hint: the request can never run here (larger than the
+    // memory budget or the message limit). 429 would have OpenAI's clients
+    // retry it in vain.
+    return Render(Status::payload_too_large, status.message(),
+                  ParamOf(status), "");
+  }
   Response response = Render(HttpStatusOf(status.code()), status.message(),
                              ParamOf(status), CodeOf(status.code()));
   if (retry_after_millis.has_value()) {

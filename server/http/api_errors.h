@@ -2,8 +2,9 @@
 // {"error":{"message","type","param","code"}}, with the HTTP status that
 // each Status code maps to (design.md's table, mapped once more at this
 // edge): INVALID_ARGUMENT, FAILED_PRECONDITION and OUT_OF_RANGE 400,
-// UNAUTHENTICATED 401, NOT_FOUND 404, RESOURCE_EXHAUSTED 429 (with
-// Retry-After when the service gave a retry hint), UNAVAILABLE 503,
+// UNAUTHENTICATED 401, NOT_FOUND 404, RESOURCE_EXHAUSTED 429 with
+// Retry-After when the service gave a retry hint (a full queue) and 413
+// without one (a request that can never run here), UNAVAILABLE 503,
 // DEADLINE_EXCEEDED 504, INTERNAL and the rest 500.
 #ifndef FAVOR_SERVER_HTTP_API_ERRORS_H_
 #define FAVOR_SERVER_HTTP_API_ERRORS_H_

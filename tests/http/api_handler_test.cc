@@ -15,6 +15,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "server/http/api_errors.h"
 #include "server/metrics/metric_names.h"
 #include "tests/http/api_fixture.h"
 #include "tests/metrics/scrape.h"
@@ -410,6 +411,25 @@ TEST_F(ApiTest, AFullQueueIs429WithRetryAfter) {
   }
   EXPECT_GE(refused, 3);
   ExpectStillServing();
+}
+
+// RESOURCE_EXHAUSTED without a retry hint is a request that can never run
+// here (over the memory budget): 413, which OpenAI's clients do not retry,
+// where a full queue's hint makes it 429 with Retry-After.
+TEST(ApiErrorsTest, ResourceExhaustedIs429OnlyWithARetryHint) {
+  const absl::Status status =
+      absl::ResourceExhaustedError("it can never run here");
+  const Response never = ErrorResponse(status);
+  EXPECT_EQ(never.result_int(), 413);
+  EXPECT_EQ(never[boost::beast::http::field::retry_after], "");
+  const nlohmann::json error = nlohmann::json::parse(never.body())["error"];
+  EXPECT_EQ(error["type"], "invalid_request_error");
+  EXPECT_TRUE(error["code"].is_null());
+  const Response later = ErrorResponse(status, 1500);
+  EXPECT_EQ(later.result_int(), 429);
+  EXPECT_EQ(later[boost::beast::http::field::retry_after], "2");
+  EXPECT_EQ(nlohmann::json::parse(later.body())["error"]["code"],
+            "rate_limit_exceeded");
 }
 
 TEST_F(ApiTest, XRequestTimeoutIsTheDeadline) {
