@@ -1,6 +1,10 @@
 #include "client/cli/tool_main.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
 
 #include "absl/status/statusor.h"
 #include "client/cli/exit_code.h"
@@ -18,7 +22,17 @@ int RunToolMain(
     std::printf("%s", FlagsUsage(flags_files).c_str());
     return 0;
   }
-  return ReportAndExitCode(program, run(parsed->positional));
+  absl::Status status = run(parsed->positional);
+  // Buffered output meets a full disk or a closed pipe only here; a script
+  // must not take a truncated answer for a whole one.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    const int error = errno;
+    if (status.ok()) {
+      status = absl::DataLossError(absl::StrCat(
+          "cannot write the output to stdout: ", std::strerror(error)));
+    }
+  }
+  return ReportAndExitCode(program, status);
 }
 
 }  // namespace favor::cli

@@ -16,7 +16,9 @@ namespace favor::cli {
 
 // Parses argv (ParseFlags): bad usage is one stderr line and exit code 3.
 // --help prints FlagsUsage(flags_files) on stdout and returns 0. Otherwise
-// returns ReportAndExitCode(program, run(the positional arguments)).
+// returns ReportAndExitCode(program, run(the positional arguments)), or
+// DATA_LOSS's code (15) when the run succeeded but stdout could not take
+// its output (a full disk).
 int RunToolMain(
     int argc, char** argv, absl::string_view program,
     absl::Span<const absl::string_view> flags_files,

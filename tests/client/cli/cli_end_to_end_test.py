@@ -15,6 +15,7 @@ import math
 import os
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from favor_server_fixture import (HIDDEN, FavorServer, expect_error,  # noqa: E402
                                   make_models, run)
 
-INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, UNAUTHENTICATED = 3, 5, 14, 16
+INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, DATA_LOSS, UNAUTHENTICATED = 3, 5, 14, 15, 16
 
 
 def check_health(cli, server):
@@ -87,6 +88,13 @@ def check_models(cli, server):
     assert tiny["devices"] == ["cpu"], tiny["devices"]
     expect_error([cli, "--endpoint=" + server.endpoint, "model", "nope"],
                  NOT_FOUND, "nope")
+    # An answer that cannot be written (a full disk) is not a success.
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([cli, "--endpoint=" + server.endpoint, "models"],
+                              stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    assert done.returncode == DATA_LOSS, (done.returncode, done.stderr)
+    assert "cannot write the output to stdout: No space left" in done.stderr, done.stderr
 
 
 def embed(cli, server, args, stdin=None):
