@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
+#include <memory>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 
@@ -70,7 +73,23 @@ void DrainAndExit(DrainOptions options) {
   const absl::Time start = absl::Now();
   options.set_not_serving();
   options.service->StartDraining();
-  options.service->Shutdown(options.drain_timeout);
+  // The batchers answer what is queued at the drain deadline, but a batch
+  // computing then is never interrupted, and Shutdown() waits for it: it
+  // runs beside this thread, which goes on at the deadline. The calls of
+  // that batch see their connection close (UNAVAILABLE) when the process
+  // exits; the process is not held for them.
+  auto shut_down = std::make_shared<absl::Notification>();
+  std::thread([service = options.service, timeout = options.drain_timeout,
+               shut_down] {
+    service->Shutdown(timeout);
+    shut_down->Notify();
+  }).detach();
+  const bool batches_done = shut_down->WaitForNotificationWithDeadline(
+      start + options.drain_timeout);
+  if (!batches_done) {
+    LOG(WARNING) << "event=drain_deadline_passed batches_still_computing=true "
+                    "(their calls are answered by the connection closing)";
+  }
   const absl::Time drained = absl::Now();
   // The whole shutdown takes at most drain_timeout + kMinAnswerFlushTime
   // (what deployments size their grace period on).

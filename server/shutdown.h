@@ -43,7 +43,8 @@ struct DrainOptions {
 //      answered UNAVAILABLE from now on;
 //   2. the batchers run what is queued, for at most drain_timeout, and
 //      answer the rest UNAVAILABLE; open streams answer what they have read
-//      and finish UNAVAILABLE;
+//      and finish UNAVAILABLE; a batch still computing at the deadline is
+//      not waited for (its calls see the connection close at the end);
 //   3. waits until the status of every call accepted before step 1 is sent,
 //      then until the HTTP API has answered the requests it holds;
 //   4. exits without grpc::Server::Shutdown(). gRPC's own shutdown cancels

@@ -257,6 +257,13 @@ void Batcher::DropUnrunnable(absl::Time now, std::vector<Dropped>* dropped) {
       dropped->push_back({queues_.Take(priority, &it), std::move(status)});
     }
   }
+  // Past the drain deadline, formed batches waiting for a worker are
+  // answered too, not when the batch computing ahead of them ends.
+  if (draining_ && drain_deadline_ <= now) {
+    for (Batch& batch : ready_) {
+      batch = KeepRunnable(std::move(batch), now, dropped);
+    }
+  }
 }
 
 bool Batcher::BatchDue(absl::Time now) const {

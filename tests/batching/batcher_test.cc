@@ -531,6 +531,10 @@ TEST_F(BatcherTest, ShutdownAnswersUnavailableAfterTheDrainTimeout) {
   clock_.Advance(absl::Milliseconds(20));
   ASSERT_TRUE(log_.WaitFor(1));
   ASSERT_TRUE(log_.WaitFor(2));
+  // The formed batch waiting for the worker too, at the deadline, not when
+  // the running batch ends (an audit from outside saw a queued call wait
+  // 7 s past --drain_timeout_seconds behind a long batch).
+  ASSERT_TRUE(log_.WaitFor(kReadyId));
   Release();  // The running batch is never interrupted.
   shutdown.join();
   EXPECT_TRUE(log_.StatusOf(kRunningId).ok());
