@@ -22,6 +22,7 @@
 #include <climits>
 #include <csignal>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -314,12 +315,7 @@ CredentialsFromFlags() {
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
     grpc::Service* service,
     const std::shared_ptr<grpc::ServerCredentials>& credentials) {
-  const int grpc_port = absl::GetFlag(FLAGS_port);
-  if (grpc_port < 0 || grpc_port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--port is ", grpc_port,
-                     "; must be in [0, 65535] (0: the kernel picks one)"));
-  }
+  const int grpc_port = absl::GetFlag(FLAGS_port);  // CheckFlagRanges
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -378,7 +374,43 @@ int ServeUntilShutdown(favor::ModelReloader* reloader, FavorService* service) {
   }
 }
 
+// The ranges of the flags that no Options struct checks; out of range, one
+// line naming the flag (a negative --threads or --drain_timeout_seconds
+// would otherwise be taken as its default or as 0).
+absl::Status CheckFlagRanges() {
+  struct Range {
+    absl::string_view flag;
+    int64_t value;
+    int64_t min;
+    int64_t max;
+  };
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const Range ranges[] = {
+      {"port", absl::GetFlag(FLAGS_port), 0, 65535},
+      {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
+      {"model_repository_poll_seconds",
+       absl::GetFlag(FLAGS_model_repository_poll_seconds), 0, kMax},
+      {"threads", absl::GetFlag(FLAGS_threads), 0, 4096},
+      {"max_memory_bytes", absl::GetFlag(FLAGS_max_memory_bytes), -1, kMax},
+      {"drain_timeout_seconds", absl::GetFlag(FLAGS_drain_timeout_seconds), 0,
+       kMax},
+      {"max_connection_age_seconds",
+       absl::GetFlag(FLAGS_max_connection_age_seconds), 0, kMax},
+      {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1, kMax},
+  };
+  for (const Range& range : ranges) {
+    if (range.value >= range.min && range.value <= range.max) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", range.flag, " is ", range.value, "; must be in [", range.min,
+        ", ", range.max == kMax ? std::string("2^63 - 1")
+                                : absl::StrCat(range.max),
+        "]"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
+  RETURN_IF_ERROR(CheckFlagRanges());
   RETURN_IF_ERROR(favor::InstallShutdownSignalHandlers());
   favor::attention::CpuParallelismOptions parallelism;
   parallelism.num_threads = absl::GetFlag(FLAGS_threads);

@@ -6,7 +6,7 @@ gRPC sets SO_REUSEPORT on its listeners by default, so a second server on a
 port already in use (by a process that set it too, as another favor-server
 does) started and took a share of the connections, with its own models.
 Here a Python socket with SO_REUSEPORT holds the port; then a port outside
-[0, 65535], which gRPC took modulo 65536.
+[0, 65535], which gRPC took modulo 65536, and other flags out of range.
 
 Usage: startup_test.py SERVER_BINARY MODEL_REPOSITORY PROTO_ROOT
 """
@@ -15,18 +15,18 @@ import subprocess
 import sys
 
 
-def start(binary, repository, port):
+def start(binary, repository, port, *flags):
     """Runs the server until it exits (60 s at most); its code and stderr."""
     server = subprocess.Popen(
         [binary, f"--model_repository={repository}", f"--port={port}",
-         "--http_port=0", "--metrics_port=0", "--bind_address=127.0.0.1"],
+         "--http_port=0", "--metrics_port=0", "--bind_address=127.0.0.1", *flags],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _, err = server.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         server.kill()
         _, err = server.communicate()
-        raise AssertionError(f"--port={port}: still serving after 60 s\n{err}")
+        raise AssertionError(f"--port={port} {flags}: still serving after 60 s\n{err}")
     return server.returncode, err
 
 
@@ -45,6 +45,14 @@ def main():
         code, err = start(binary, repository, port)
         assert code == 1 and f"--port is {port}; must be in [0, 65535]" in err, (code, err)
         print(f"ok --port={port}: exit 1 naming the flag")
+    # Values no Options struct checks, which were taken as a default or 0.
+    for flag, value, bounds in (("threads", -1, "[0, 4096]"),
+                                ("drain_timeout_seconds", -1, "[0, 2^63 - 1]"),
+                                ("max_memory_bytes", -5, "[-1, 2^63 - 1]"),
+                                ("metrics_port", 70000, "[0, 65535]")):
+        code, err = start(binary, repository, 0, f"--{flag}={value}")
+        assert code == 1 and f"--{flag} is {value}; must be in {bounds}" in err, (code, err)
+        print(f"ok --{flag}={value}: exit 1 naming the flag")
 
 
 if __name__ == "__main__":
