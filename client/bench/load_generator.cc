@@ -332,7 +332,13 @@ absl::Status ValidateLoadOptions(const LoadOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "inputs per call must be at least 1, not ", options.inputs_per_call));
   }
-  if (options.duration <= absl::ZeroDuration() && options.request_count <= 0) {
+  if (options.duration < absl::ZeroDuration() || options.request_count < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "duration and request count must be >= 0, not ",
+        absl::FormatDuration(options.duration), " and ",
+        options.request_count));
+  }
+  if (options.duration == absl::ZeroDuration() && options.request_count == 0) {
     return absl::InvalidArgumentError(
         "the run needs a duration or a request count (or both)");
   }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "favor/client.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/service/test_server.h"
 
@@ -161,11 +162,20 @@ TEST(LoadOptionsTest, BadOptionsAreInvalidArgument) {
   negative_rate.request_rate_per_second = -1;
   LoadOptions no_vocabulary = options;
   no_vocabulary.vocab_size = 0;
+  // Negative bounds were taken as none (an audit from outside).
+  LoadOptions negative_count = options;
+  negative_count.request_count = -5;
+  LoadOptions negative_duration = options;
+  negative_duration.duration = absl::Seconds(-1);
+  negative_duration.request_count = 10;
   for (const LoadOptions& bad :
-       {no_callers, no_bound, no_inputs, negative_rate, no_vocabulary}) {
+       {no_callers, no_bound, no_inputs, negative_rate, no_vocabulary,
+        negative_count, negative_duration}) {
     EXPECT_EQ(ValidateLoadOptions(bad).code(),
               absl::StatusCode::kInvalidArgument);
   }
+  EXPECT_THAT(std::string(ValidateLoadOptions(negative_count).message()),
+              ::testing::HasSubstr("must be >= 0, not"));
 }
 
 }  // namespace
