@@ -7,6 +7,7 @@
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "server/common/status_macros.h"
+#include "server/flag_range.h"
 
 namespace {
 
@@ -40,6 +41,23 @@ ABSL_FLAG(int64_t, http_default_timeout_millis,
           "X-Request-Timeout header");
 
 namespace favor {
+
+absl::Status CheckHttpFlagRanges() {
+  return CheckFlagRanges({
+      {"http_port", absl::GetFlag(FLAGS_http_port), 0, 65535},
+      {"http_threads", absl::GetFlag(FLAGS_http_threads), 1, 1024},
+      {"http_max_connections", absl::GetFlag(FLAGS_http_max_connections), 1},
+      {"http_max_header_bytes", absl::GetFlag(FLAGS_http_max_header_bytes),
+       256, int64_t{1} << 30},
+      {"http_max_body_bytes", absl::GetFlag(FLAGS_http_max_body_bytes), 0},
+      {"http_request_read_timeout_millis",
+       absl::GetFlag(FLAGS_http_request_read_timeout_millis), 1},
+      {"http_response_write_timeout_millis",
+       absl::GetFlag(FLAGS_http_response_write_timeout_millis), 1},
+      {"http_default_timeout_millis",
+       absl::GetFlag(FLAGS_http_default_timeout_millis), 1},
+  });
+}
 
 absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,

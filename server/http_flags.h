@@ -23,6 +23,10 @@ struct HttpApi {
   ~HttpApi() { server.reset(); }
 };
 
+// INVALID_ARGUMENT naming the first HTTP flag out of its range
+// (flag_range.h).
+absl::Status CheckHttpFlagRanges();
+
 // Starts the HTTP API on `bind_address`:--http_port in front of
 // `grpc_server`'s Favor service (through its in-process channel); null when
 // --http_port=0.

@@ -22,7 +22,6 @@
 #include <climits>
 #include <csignal>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +38,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
+#include "server/flag_range.h"
 #include "server/protobuf_log.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -374,39 +374,22 @@ int ServeUntilShutdown(favor::ModelReloader* reloader, FavorService* service) {
   }
 }
 
-// The ranges of the flags that no Options struct checks; out of range, one
-// line naming the flag (a negative --threads or --drain_timeout_seconds
-// would otherwise be taken as its default or as 0).
+// The flags that no Options struct checks (flag_range.h): a negative
+// --threads or --drain_timeout_seconds was taken as its default or as 0.
 absl::Status CheckFlagRanges() {
-  struct Range {
-    absl::string_view flag;
-    int64_t value;
-    int64_t min;
-    int64_t max;
-  };
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  const Range ranges[] = {
+  RETURN_IF_ERROR(favor::CheckHttpFlagRanges());
+  return favor::CheckFlagRanges({
       {"port", absl::GetFlag(FLAGS_port), 0, 65535},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
       {"model_repository_poll_seconds",
-       absl::GetFlag(FLAGS_model_repository_poll_seconds), 0, kMax},
+       absl::GetFlag(FLAGS_model_repository_poll_seconds), 0},
       {"threads", absl::GetFlag(FLAGS_threads), 0, 4096},
-      {"max_memory_bytes", absl::GetFlag(FLAGS_max_memory_bytes), -1, kMax},
-      {"drain_timeout_seconds", absl::GetFlag(FLAGS_drain_timeout_seconds), 0,
-       kMax},
+      {"max_memory_bytes", absl::GetFlag(FLAGS_max_memory_bytes), -1},
+      {"drain_timeout_seconds", absl::GetFlag(FLAGS_drain_timeout_seconds), 0},
       {"max_connection_age_seconds",
-       absl::GetFlag(FLAGS_max_connection_age_seconds), 0, kMax},
-      {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1, kMax},
-  };
-  for (const Range& range : ranges) {
-    if (range.value >= range.min && range.value <= range.max) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", range.flag, " is ", range.value, "; must be in [", range.min,
-        ", ", range.max == kMax ? std::string("2^63 - 1")
-                                : absl::StrCat(range.max),
-        "]"));
-  }
-  return absl::OkStatus();
+       absl::GetFlag(FLAGS_max_connection_age_seconds), 0},
+      {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1},
+  });
 }
 
 absl::Status Run() {

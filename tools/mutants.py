@@ -136,8 +136,10 @@ MUTANTS = [
        "done = draining_ && queues_.empty();",
        "done = draining_ && !queues_.empty();", "batching"),
     _m("batch-enter-runner-unlocked", BAT + "batcher.cc", "missing lock",
-       "void Batcher::EnterRunner() {\n  absl::MutexLock lock(&mu_);\n",
-       "void Batcher::EnterRunner() {\n", "batching|tsan"),
+       "void Batcher::EnterRunner(int worker_index, absl::Time compute_start) {\n"
+       "  absl::MutexLock lock(&mu_);\n",
+       "void Batcher::EnterRunner(int worker_index, absl::Time compute_start) {\n",
+       "batching|tsan"),
     _m("batch-fits-tokens-strict", BAT + "batch_packing.cc",
        "off-by-one bound",
        "batch.num_tokens + request.num_tokens <= policy.max_batch_tokens",

@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "client/cli/exit_code.h"
 #include "client/cli/flag_parsing.h"
 

@@ -49,7 +49,9 @@ def main():
     for flag, value, bounds in (("threads", -1, "[0, 4096]"),
                                 ("drain_timeout_seconds", -1, "[0, 2^63 - 1]"),
                                 ("max_memory_bytes", -5, "[-1, 2^63 - 1]"),
-                                ("metrics_port", 70000, "[0, 65535]")):
+                                ("metrics_port", 70000, "[0, 65535]"),
+                                ("http_port", 70000, "[0, 65535]"),
+                                ("http_threads", 0, "[1, 1024]")):
         code, err = start(binary, repository, 0, f"--{flag}={value}")
         assert code == 1 and f"--{flag} is {value}; must be in {bounds}" in err, (code, err)
         print(f"ok --{flag}={value}: exit 1 naming the flag")

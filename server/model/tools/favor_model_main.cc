@@ -26,7 +26,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -435,5 +437,13 @@ int main(int argc, char** argv) {
       "       favor-model tokenize DIR < texts.jsonl (one JSON string a "
       "line)\n"
       "(--help lists every flag)");
+  // absl's --help lists the flags of <program>_main.cc, and the program is
+  // favor-model, with a dash: name the file.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/model/tools/favor_model_main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   return favor::model::Run(absl::ParseCommandLine(argc, argv));
 }
