@@ -1,5 +1,6 @@
 // favor-server: the Favor gRPC service (server/service) over the models of a
-// model repository. Flags live here only and are copied into Options; every
+// model repository. Flags live here (and, beside main, in http_flags.cc and
+// service_flags.cc) and are copied into Options; every
 // default comes from the Options struct it feeds, so `--help` prints the
 // numbers that GetModel reports.
 //
@@ -46,7 +47,6 @@
 #include "server/attention/cpu_allocator.h"
 #include "server/attention/kernel.h"
 #include "server/attention/parallelism.h"
-#include "server/batching/batcher.h"
 #include "server/common/status_macros.h"
 #include "server/http/metrics_server.h"
 #include "server/http_flags.h"
@@ -58,15 +58,13 @@
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
 #include "server/service/server_credentials.h"
+#include "server/service_flags.h"
 #include "server/shutdown.h"
 
 namespace {
 
-using favor::batching::Batcher;
 using favor::service::FavorService;
 
-const Batcher::Options kBatching;
-const FavorService::Options kService;
 const favor::model::ModelOptions kModel;
 
 }  // namespace
@@ -83,9 +81,6 @@ ABSL_FLAG(std::string, model_repository, "models",
 ABSL_FLAG(int64_t, model_repository_poll_seconds, 0,
           "reload --model_repository every this many seconds (new, changed "
           "and removed models; docs/server.md); 0: only on SIGHUP");
-ABSL_FLAG(std::string, default_model, kService.default_model,
-          "model of requests that name none; empty: 'default' if loaded, "
-          "else the first by name");
 ABSL_FLAG(std::string, device, kModel.device,
           "device of every model and of Attend: cpu, cuda or cuda:N");
 ABSL_FLAG(std::string, dtype, "float32",
@@ -95,46 +90,6 @@ ABSL_FLAG(std::string, dtype, "float32",
 ABSL_FLAG(int, threads, 0,
           "CPU threads for attention and the encoder; 0: one per hardware "
           "thread");
-ABSL_FLAG(int64_t, max_batch_tokens, kBatching.max_batch_tokens,
-          "token budget of one batch (a longer input runs alone)");
-ABSL_FLAG(int64_t, max_batch_requests, kBatching.max_batch_requests,
-          "most inputs in one batch");
-ABSL_FLAG(int64_t, max_queue_delay_micros,
-          absl::ToInt64Microseconds(kBatching.max_queue_delay),
-          "longest wait of a queued input for company before its batch runs");
-ABSL_FLAG(int64_t, max_queue_requests, kBatching.max_queue_requests,
-          "most inputs queued per model; beyond: RESOURCE_EXHAUSTED with a "
-          "retry hint");
-ABSL_FLAG(int64_t, max_queue_tokens, kBatching.max_queue_tokens,
-          "most tokens queued per model; beyond: RESOURCE_EXHAUSTED with a "
-          "retry hint");
-ABSL_FLAG(int64_t, max_request_age_millis,
-          absl::ToInt64Milliseconds(kBatching.max_request_age),
-          "a queued input this old leads the next batch whatever its priority");
-ABSL_FLAG(int64_t, max_inputs_per_call, kService.max_inputs_per_call,
-          "most inputs in one Embed call");
-ABSL_FLAG(int64_t, max_tokens_per_call, kService.max_tokens_per_call,
-          "most tokens (after truncation) in one Embed call");
-ABSL_FLAG(int64_t, max_text_bytes_per_call, kService.max_text_bytes_per_call,
-          "most bytes of text over all inputs of one Embed call, stream "
-          "message or Tokenize call");
-ABSL_FLAG(int64_t, max_spans_per_input, kService.max_spans_per_input,
-          "most late-chunking spans in one input");
-ABSL_FLAG(int, tokenizer_threads, kService.tokenizer_threads,
-          "threads that tokenise text (never the gRPC or batch threads)");
-ABSL_FLAG(int64_t, max_queued_tokenizations, kService.max_queued_tokenizations,
-          "calls with text waiting for a tokenizer thread; beyond: "
-          "RESOURCE_EXHAUSTED with a retry hint");
-ABSL_FLAG(int64_t, max_stream_messages_in_flight,
-          kService.max_stream_messages_in_flight,
-          "EmbedStream messages read but not yet answered, per stream; the "
-          "server stops reading a stream at this many");
-ABSL_FLAG(int64_t, max_attend_queue_requests,
-          kService.attend_batching.max_queue_requests,
-          "most Attend calls queued; beyond: RESOURCE_EXHAUSTED");
-ABSL_FLAG(int64_t, max_attend_tensor_elements,
-          kService.attend_limits.max_tensor_elements,
-          "most elements of one Attend tensor (Q, K, V or the output)");
 ABSL_FLAG(int64_t, max_memory_bytes, -1,
           "memory budget in bytes: a batch runs only while its estimated "
           "peak fits beside the batches running and what the process holds "
@@ -163,36 +118,6 @@ ABSL_FLAG(std::string, tls_client_ca_file, "",
           "signed by them (mutual TLS)");
 
 namespace {
-
-absl::StatusOr<FavorService::Options> ServiceOptionsFromFlags() {
-  FavorService::Options options;
-  options.default_model = absl::GetFlag(FLAGS_default_model);
-  options.max_inputs_per_call = absl::GetFlag(FLAGS_max_inputs_per_call);
-  options.max_tokens_per_call = absl::GetFlag(FLAGS_max_tokens_per_call);
-  options.max_text_bytes_per_call =
-      absl::GetFlag(FLAGS_max_text_bytes_per_call);
-  options.max_spans_per_input = absl::GetFlag(FLAGS_max_spans_per_input);
-  options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
-  options.max_queued_tokenizations =
-      absl::GetFlag(FLAGS_max_queued_tokenizations);
-  options.max_stream_messages_in_flight =
-      absl::GetFlag(FLAGS_max_stream_messages_in_flight);
-  Batcher::Options& batching = options.embed_batching;
-  batching.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
-  batching.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
-  batching.max_queue_delay =
-      absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_micros));
-  batching.max_queue_requests = absl::GetFlag(FLAGS_max_queue_requests);
-  batching.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
-  batching.max_request_age =
-      absl::Milliseconds(absl::GetFlag(FLAGS_max_request_age_millis));
-  options.attend_batching.max_queue_requests =
-      absl::GetFlag(FLAGS_max_attend_queue_requests);
-  options.attend_limits.max_tensor_elements =
-      absl::GetFlag(FLAGS_max_attend_tensor_elements);
-  options.attend_device = absl::GetFlag(FLAGS_device);
-  return options;
-}
 
 // The repository's loader and reloader, with the model options of the
 // flags; a dtype this machine cannot run stops start-up with its reason (the
@@ -378,6 +303,7 @@ int ServeUntilShutdown(favor::ModelReloader* reloader, FavorService* service) {
 // --threads or --drain_timeout_seconds was taken as its default or as 0.
 absl::Status CheckFlagRanges() {
   RETURN_IF_ERROR(favor::CheckHttpFlagRanges());
+  RETURN_IF_ERROR(favor::CheckServiceFlagRanges());
   return favor::CheckFlagRanges({
       {"port", absl::GetFlag(FLAGS_port), 0, 65535},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
@@ -419,7 +345,8 @@ absl::Status Run() {
     models.push_back(servable.model.get());
     names.push_back(servable.model->name());
   }
-  ASSIGN_OR_RETURN(FavorService::Options options, ServiceOptionsFromFlags());
+  FavorService::Options options =
+      favor::ServiceOptionsFromFlags(absl::GetFlag(FLAGS_device));
   options.bearer_tokens = std::move(tokens);
   ASSIGN_OR_RETURN(auto memory_budget,
                    MemoryBudgetFromFlags(huge_pages, metrics.get()));

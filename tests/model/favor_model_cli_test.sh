@@ -84,6 +84,29 @@ expect_error "more than the model's vocab_size (4)" "$cli" init \
   --tokenizer "$tmp/vocab.txt"
 expect_error "--tokenizer $tmp/none.txt" "$cli" init --output "$tmp/none" \
   --layers 1 --hidden 32 --heads 2 --ffn 64 --tokenizer "$tmp/none.txt"
+# A failed init leaves nothing: no half model for a polling server to load,
+# no staging folder; over a model (--force), the old one stays whole.
+[[ ! -e "$tmp/narrow" && ! -e "$tmp/none" ]] || fail "a failed init left a model"
+cp "$tmp/small/model.safetensors" "$tmp/small.before"
+expect_error "more than the model's vocab_size (4)" "$cli" init --force \
+  --output "$tmp/small" --layers 1 --hidden 32 --heads 2 --ffn 64 --vocab 4 \
+  --tokenizer "$tmp/vocab.txt"
+cmp -s "$tmp/small/model.safetensors" "$tmp/small.before" \
+  || fail "a failed init --force changed the model"
+[[ ! -e "$tmp/small/vocab.txt" ]] || fail "a failed init --force copied in"
+leftovers=$(find "$tmp" -maxdepth 1 -name '.*.init-*')
+[[ -z $leftovers ]] || fail "init left $leftovers"
+# The folder it made has mkdir's permissions, not mkdtemp's 0700.
+mkdir "$tmp/by_mkdir"
+[[ $(stat -c %a "$tmp/text") == $(stat -c %a "$tmp/by_mkdir") ]] \
+  || fail "init made $tmp/text $(stat -c %a "$tmp/text")"
+# init --force over a model replaces it (here: another seed, a tokenizer).
+"$cli" init --force --output "$tmp/again" --layers 2 --hidden 32 --heads 2 \
+  --ffn 64 --vocab 100 --features 16 --seed 6 --tokenizer "$tmp/vocab.txt" \
+  >/dev/null
+! cmp -s "$tmp/small/model.safetensors" "$tmp/again/model.safetensors" \
+  || fail "init --force kept the old weights"
+[[ -f "$tmp/again/vocab.txt" ]] || fail "init --force copied no tokenizer"
 
 # The default model, when the build made it: BERT-base-uncased's vocabulary
 # with its licence beside it.

@@ -51,7 +51,15 @@ def main():
                                 ("max_memory_bytes", -5, "[-1, 2^63 - 1]"),
                                 ("metrics_port", 70000, "[0, 65535]"),
                                 ("http_port", 70000, "[0, 65535]"),
-                                ("http_threads", 0, "[1, 1024]")):
+                                ("http_threads", 0, "[1, 1024]"),
+                                # Checked by the Options structs too, which
+                                # named Batcher::Options, not the flag.
+                                ("max_batch_tokens", 0, "[1, 2^63 - 1]"),
+                                ("max_queue_delay_micros", -1, "[0, 2^63 - 1]"),
+                                ("max_inputs_per_call", 0, "[1, 2^63 - 1]"),
+                                ("tokenizer_threads", 0, "[1, 1024]"),
+                                ("max_attend_tensor_elements", 0,
+                                 "[1, 2^63 - 1]")):
         code, err = start(binary, repository, 0, f"--{flag}={value}")
         assert code == 1 and f"--{flag} is {value}; must be in {bounds}" in err, (code, err)
         print(f"ok --{flag}={value}: exit 1 naming the flag")

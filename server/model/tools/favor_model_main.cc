@@ -11,12 +11,16 @@
 //
 // Every failure is one line on stderr, "favor-model <command>: <why>", and
 // exit status 1 (2 for a usage error).
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -28,6 +32,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -183,6 +188,63 @@ absl::Status CopyTokenizer(const ModelConfig& config,
   return LoadModelTokenizer(output, config).status();
 }
 
+// A fresh folder beside `output` (same file system, so its files can be
+// renamed into place): init writes there and moves the model in only once it
+// and its tokenizer load. A failed init leaves nothing behind, and a server
+// polling the repository never meets half a model.
+absl::StatusOr<std::string> MakeStagingFolder(const std::string& output) {
+  std::filesystem::path target = std::filesystem::path(output);
+  if (!target.has_filename()) target = target.parent_path();  // "dir/"
+  std::error_code error;
+  if (target.has_parent_path()) {
+    std::filesystem::create_directories(target.parent_path(), error);
+  }
+  std::string pattern =
+      (target.parent_path() / absl::StrCat(".", target.filename().string(),
+                                           ".init-XXXXXX"))
+          .string();
+  if (error || ::mkdtemp(pattern.data()) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot create a folder beside ", output, ": ",
+        error ? error.message() : std::strerror(errno)));
+  }
+  // mkdtemp's 0700, widened to what mkdir would have made under the umask.
+  const mode_t umask_bits = ::umask(0);
+  ::umask(umask_bits);
+  ::chmod(pattern.c_str(), 0777 & ~umask_bits);
+  return pattern;
+}
+
+// The staged model into `output`: the folder renamed when `output` is new,
+// otherwise file by file (each rename atomic), config.json last.
+absl::Status MoveModelInto(const std::string& staging,
+                           const std::string& output) {
+  std::error_code error;
+  if (!std::filesystem::exists(output, error)) {
+    std::filesystem::rename(staging, output, error);
+  } else {
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(staging, error)) {
+      files.push_back(entry.path());
+    }
+    std::stable_partition(files.begin(), files.end(), [](const auto& file) {
+      return file.filename() != "config.json";
+    });
+    for (const std::filesystem::path& file : files) {
+      if (error) break;
+      std::filesystem::rename(file, std::filesystem::path(output) /
+                                        file.filename(), error);
+    }
+  }
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot move the model into ", output, ": ",
+                     error.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Init() {
   const std::string output = absl::GetFlag(FLAGS_output);
   if (output.empty()) {
@@ -206,8 +268,13 @@ absl::Status Init() {
   RandomModelOptions options;
   options.seed = absl::GetFlag(FLAGS_seed);
   options.init_std = absl::GetFlag(FLAGS_init_std);
-  RETURN_IF_ERROR(WriteRandomModel(config, output, options));
-  RETURN_IF_ERROR(CopyTokenizer(config, output));
+  ASSIGN_OR_RETURN(const std::string staging, MakeStagingFolder(output));
+  absl::Status written = WriteRandomModel(config, staging, options);
+  if (written.ok()) written = CopyTokenizer(config, staging);
+  if (written.ok()) written = MoveModelInto(staging, output);
+  std::error_code ignored;
+  std::filesystem::remove_all(staging, ignored);
+  RETURN_IF_ERROR(written);
   std::printf(
       "wrote %s: %" PRId64 " layers, hidden %" PRId64 ", %s, seed %" PRIu64
       " (random weights)\n",
