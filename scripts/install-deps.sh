@@ -48,6 +48,8 @@ packages=(
   # base; a real Prometheus scrapes the server; compose files are checked by
   # docker-compose, Kubernetes manifests parsed with PyYAML
   podman debootstrap prometheus docker-compose python3-yaml
+  # CORS: a real browser calls the HTTP API from another origin
+  chromium
   # clang's runtimes and Boost, versioned by release (above)
   "${release_packages[@]}"
 )

@@ -1,13 +1,18 @@
 #include "server/http_flags.h"
 
 #include <cstdint>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "server/common/status_macros.h"
 #include "server/flag_range.h"
+#include "server/http/cors.h"
 
 namespace {
 
@@ -39,10 +44,20 @@ ABSL_FLAG(int64_t, http_default_timeout_millis,
           absl::ToInt64Milliseconds(kApi.default_timeout),
           "deadline (queue and compute) of an HTTP request without an "
           "X-Request-Timeout header");
+ABSL_FLAG(std::vector<std::string>, http_cors_allow_origins, {},
+          "origins whose web pages may call the HTTP API from a browser "
+          "(CORS), comma-separated, e.g. https://app.example.com; '*': any; "
+          "empty: none");
 
 namespace favor {
 
 absl::Status CheckHttpFlagRanges() {
+  const absl::Status cors =
+      http::CorsPolicy::Validate(absl::GetFlag(FLAGS_http_cors_allow_origins));
+  if (!cors.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_cors_allow_origins: ", cors.message()));
+  }
   return CheckFlagRanges({
       {"http_port", absl::GetFlag(FLAGS_http_port), 0, 65535},
       {"http_threads", absl::GetFlag(FLAGS_http_threads), 1, 1024},
@@ -73,6 +88,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
   api.bearer_tokens = tokens;
   api.default_timeout =
       absl::Milliseconds(absl::GetFlag(FLAGS_http_default_timeout_millis));
+  api.cors_allow_origins = absl::GetFlag(FLAGS_http_cors_allow_origins);
   grpc::ChannelArguments channel;
   channel.SetMaxReceiveMessageSize(-1);
   channel.SetMaxSendMessageSize(-1);
@@ -95,7 +111,10 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
                    http::HttpServer::Create(options, result->handler.get()));
   LOG(INFO) << "event=http_started address=" << options.bind_address
             << " port=" << result->server->port()
-            << " tls=" << (tls.cert_file.empty() ? "off" : "on");
+            << " tls=" << (tls.cert_file.empty() ? "off" : "on") << " cors="
+            << (api.cors_allow_origins.empty()
+                    ? "off"
+                    : absl::StrJoin(api.cors_allow_origins, ","));
   return result;
 }
 

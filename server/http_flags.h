@@ -24,7 +24,7 @@ struct HttpApi {
 };
 
 // INVALID_ARGUMENT naming the first HTTP flag out of its range
-// (flag_range.h).
+// (flag_range.h), or a --http_cors_allow_origins entry that is no origin.
 absl::Status CheckHttpFlagRanges();
 
 // Starts the HTTP API on `bind_address`:--http_port in front of

@@ -30,10 +30,6 @@ struct Route {
   std::string method;  // kFavor: the RPC's name; kModel: the model's
 };
 
-absl::string_view ViewOf(boost::beast::string_view view) {
-  return absl::string_view(view.data(), view.size());
-}
-
 // The `route` label of metrics (metric_names.h bounds it).
 std::string RouteLabel(const Route& route, boost::beast::string_view target) {
   if (route.kind == RouteKind::kNone) return "(other)";
@@ -102,6 +98,7 @@ ApiHandler::ApiHandler(const Options& options,
                        absl::AnyInvocable<bool() const> serving,
                        metrics::Metrics* metrics)
     : options_(options),
+      cors_(options.cors_allow_origins),
       serving_(std::move(serving)),
       metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
       client_(std::move(channel)) {}
@@ -128,6 +125,7 @@ std::optional<Response> ApiHandler::CheckHeader(const RequestHeader& header) {
     metrics_->RecordHttpRequest(
         RouteLabel(RouteOf(header.target()), header.target()),
         refusal->result_int(), absl::ZeroDuration());
+    cors_.Decorate(ViewOf(header[bhttp::field::origin]), *refusal);
   }
   return refusal;
 }
@@ -139,6 +137,9 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header) {
         Status::not_found,
         absl::StrCat("no such path: ", ViewOf(header.target())));
   }
+  // Answered by Handle (the body, if any, read and dropped): the connection
+  // stays open for the request the preflight is for.
+  if (cors_.enabled() && CorsPolicy::IsPreflight(header)) return std::nullopt;
   if (header.method() != route.verb) {
     Response refusal = ErrorResponse(
         Status::method_not_allowed,
@@ -199,10 +200,21 @@ absl::StatusOr<ServiceClient::CallOptions> ApiHandler::CallOptionsOf(
   return call;
 }
 
-void ApiHandler::Handle(const Request& request, Responder unrecorded) {
+void ApiHandler::Handle(const Request& request, Responder undecorated) {
   const Route route = RouteOf(request.target());
-  Responder respond =
-      Recorded(RouteLabel(route, request.target()), std::move(unrecorded));
+  Responder respond = Recorded(
+      RouteLabel(route, request.target()),
+      [this, origin = std::string(request[bhttp::field::origin]),
+       respond = std::move(undecorated)](Response response) mutable {
+        cors_.Decorate(origin, response);
+        respond(std::move(response));
+      });
+  if (cors_.enabled() && CorsPolicy::IsPreflight(request)) {
+    absl::StatusOr<Response> preflight =
+        cors_.Preflight(request, ViewOf(bhttp::to_string(route.verb)));
+    return respond(preflight.ok() ? *std::move(preflight)
+                                  : ErrorResponse(preflight.status()));
+  }
   switch (route.kind) {
     case RouteKind::kEmbeddings:
       return Embeddings(request, std::move(respond));

@@ -5,6 +5,8 @@
 //   POST /v1/favor/<Method> every unary favor.v1.Favor RPC as proto3 JSON
 //                           (favor_json.h)
 //   GET  /health            200 while serving, 503 otherwise; no key needed
+//   OPTIONS (any route)     CORS preflight, with Options.cors_allow_origins
+//                           (cors.h); no key needed
 //
 // Handlers only translate: JSON to the service's own gRPC calls
 // (service_client.h) and the answers, or their Status codes, back
@@ -28,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "server/http/cors.h"
 #include "server/http/favor_json.h"
 #include "server/http/http_server.h"
 #include "server/http/service_client.h"
@@ -44,6 +47,10 @@ class ApiHandler final : public Handler {
     std::vector<std::string> bearer_tokens;
     // The deadline of a request without X-Request-Timeout.
     absl::Duration default_timeout = absl::Seconds(60);
+    // Origins whose web pages may call the API (cors.h; checked by
+    // CorsPolicy::Validate); empty: none (no CORS headers, OPTIONS is 405);
+    // {"*"}: any.
+    std::vector<std::string> cors_allow_origins;
   };
 
   // `channel` reaches the Favor service (favor-server: the gRPC server's
@@ -78,6 +85,7 @@ class ApiHandler final : public Handler {
   Responder Recorded(std::string route, Responder respond) const;
 
   const Options options_;
+  const CorsPolicy cors_;
   absl::AnyInvocable<bool() const> serving_;
   metrics::Metrics* const metrics_;
   ServiceClient client_;

@@ -44,6 +44,11 @@ using Request = boost::beast::http::request<GrowingStringBody>;
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
 using Status = boost::beast::http::status;
 
+// A Beast string view (a target, a header's value) as absl's.
+inline absl::string_view ViewOf(boost::beast::string_view view) {
+  return absl::string_view(view.data(), view.size());
+}
+
 // Answers one request. Call it exactly once, from any thread.
 using Responder = absl::AnyInvocable<void(Response)>;
 

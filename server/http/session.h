@@ -227,6 +227,10 @@ void Session<Stream>::Write(Response response, bool keep_alive) {
   keep_alive = keep_alive && !core_->stopped.load();
   response_.keep_alive(keep_alive);
   response_.prepare_payload();
+  // Beast says "Content-Length: 0"; RFC 9110 forbids the field on a 204.
+  if (response_.result() == beast::http::status::no_content) {
+    response_.content_length(boost::none);
+  }
   if (head_) {
     const size_t length = response_.body().size();
     response_.body().clear();

@@ -63,6 +63,12 @@ def main():
         code, err = start(binary, repository, 0, f"--{flag}={value}")
         assert code == 1 and f"--{flag} is {value}; must be in {bounds}" in err, (code, err)
         print(f"ok --{flag}={value}: exit 1 naming the flag")
+    # An origin with a path would never match what browsers send.
+    code, err = start(binary, repository, 0,
+                      "--http_cors_allow_origins=https://app.example.com/")
+    assert code == 1 and "--http_cors_allow_origins: CORS origin " \
+        "'https://app.example.com/' is not scheme://host[:port]" in err, (code, err)
+    print("ok --http_cors_allow_origins with a path: exit 1 naming the flag")
 
 
 if __name__ == "__main__":
