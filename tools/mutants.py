@@ -292,4 +292,11 @@ MUTANTS = [
        "swapped operand",
        "static_cast<char>(bits >> (8 * b));",
        "static_cast<char>(bits >> (8 * (3 - b)));", "http", exclude=NO_E2E),
+    _m("http-cors-any-method", HTTP + "cors.cc", "inverted condition",
+       "if (method != route_method && !(get && method == \"HEAD\")) {",
+       "if (method != route_method && (get && method == \"HEAD\")) {",
+       "http", exclude=NO_E2E),
+    _m("http-cors-origin-case", HTTP + "cors.cc", "swapped operand",
+       "absl::EqualsIgnoreCase(allowed, origin)", "allowed == origin",
+       "http", exclude=NO_E2E),
 ]
