@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "favor/v1/favor.pb.h"
 #include "server/http/api_errors.h"
@@ -89,6 +90,21 @@ absl::StatusOr<Message> ParseAnswer(const ServiceClient::Answer& answer) {
 
 Response JsonResponse(std::string json) {
   return MakeResponse(Status::ok, "application/json", std::move(json));
+}
+
+// Where an embedding call's time went, in the W3C Server-Timing header
+// (browsers' developer tools show it) and in text-embeddings-inference's
+// headers (milliseconds), which clients written for TEI read.
+void SetTimingHeaders(const v1::EmbedResponse& answer, Response& response) {
+  const v1::ServerTiming& timing = answer.timing();
+  response.set("Server-Timing",
+               absl::StrFormat("queue;dur=%.3f, compute;dur=%.3f",
+                               timing.queue_time_micros() / 1e3,
+                               timing.compute_time_micros() / 1e3));
+  response.set("x-queue-time", absl::StrCat(timing.queue_time_micros() / 1000));
+  response.set("x-inference-time",
+               absl::StrCat(timing.compute_time_micros() / 1000));
+  response.set("x-compute-tokens", absl::StrCat(answer.num_tokens()));
 }
 
 }  // namespace
@@ -248,7 +264,9 @@ void ApiHandler::Embeddings(const Request& request, Responder respond) {
           return respond(
               ErrorResponse(response.status(), answer.retry_after_millis));
         }
-        respond(JsonResponse(EmbeddingsResponseJson(*response, base64)));
+        Response ok = JsonResponse(EmbeddingsResponseJson(*response, base64));
+        SetTimingHeaders(*response, ok);
+        respond(std::move(ok));
       });
 }
 

@@ -16,7 +16,11 @@ namespace {
 namespace bhttp = boost::beast::http;
 
 constexpr absl::string_view kAnyOrigin = "*";
-constexpr absl::string_view kExposed = "Retry-After";
+// Beyond the headers every page may read (Content-Type, Content-Length):
+// the retry hint and the timing headers of /v1/embeddings.
+constexpr absl::string_view kExposed =
+    "Retry-After, Server-Timing, x-queue-time, x-inference-time, "
+    "x-compute-tokens";
 
 // scheme://host[:port], as the Origin header serialises it.
 bool IsOrigin(absl::string_view origin) {

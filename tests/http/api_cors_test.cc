@@ -85,7 +85,9 @@ TEST_F(CorsTest, ListedOriginPreflightsThenCallsOnOneConnection) {
   const testing::Fetched& call = (*answers)[1];
   EXPECT_EQ(call.status, 200) << call.body;
   EXPECT_EQ(call.Header("Access-Control-Allow-Origin"), kApp);
-  EXPECT_EQ(call.Header("Access-Control-Expose-Headers"), "Retry-After");
+  EXPECT_EQ(call.Header("Access-Control-Expose-Headers"),
+            "Retry-After, Server-Timing, x-queue-time, x-inference-time, "
+            "x-compute-tokens");
   EXPECT_EQ(call.Header("Vary"), "Origin");
   // Origins are compared without regard to ASCII case; the answer names
   // the origin as the browser sent it.

@@ -4,12 +4,14 @@
 #include "server/http/api_handler.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
@@ -97,6 +99,35 @@ TEST_F(ApiTest, EmbeddingsEqualGrpcForEveryInputFormAndEncoding) {
     EXPECT_EQ(json["usage"]["total_tokens"], want.num_tokens());
     ExpectEmbeddingsEqual(json["data"], want);
   }
+}
+
+// Server-Timing and TEI's headers, from the answer's ServerTiming: every
+// batch costs the fake model at least 60 ms here.
+TEST_F(ApiTest, EmbeddingsSayWhereTheTimeWent) {
+  model_.SetCostPerCall(absl::Milliseconds(60));
+  Start();
+  auto got = PostEmbeddings(R"({"input":["the cat sat", "on the mat"]})");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->status, 200) << got->body;
+  const auto json = nlohmann::json::parse(got->body);
+  EXPECT_EQ(got->Header("x-compute-tokens"),
+            std::to_string(json["usage"]["prompt_tokens"].get<int64_t>()));
+  int64_t queue_millis = -1, compute_millis = -1;
+  ASSERT_TRUE(absl::SimpleAtoi(got->Header("x-queue-time"), &queue_millis));
+  ASSERT_TRUE(
+      absl::SimpleAtoi(got->Header("x-inference-time"), &compute_millis));
+  EXPECT_GE(queue_millis, 0);
+  EXPECT_GE(compute_millis, 60);
+  EXPECT_LT(compute_millis, 60'000);
+  double queue_dur = -1, compute_dur = -1;
+  ASSERT_EQ(std::sscanf(got->Header("Server-Timing").c_str(),
+                        "queue;dur=%lf, compute;dur=%lf", &queue_dur,
+                        &compute_dur),
+            2)
+      << got->Header("Server-Timing");
+  // The same measurements: the headers in whole milliseconds, rounded down.
+  EXPECT_EQ(static_cast<int64_t>(queue_dur), queue_millis);
+  EXPECT_EQ(static_cast<int64_t>(compute_dur), compute_millis);
 }
 
 TEST_F(ApiTest, OneStringAndOneTokenListAreOneInputEach) {
