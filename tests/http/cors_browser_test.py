@@ -11,8 +11,8 @@ page, fetch() POSTs JSON with an Authorization header to /v1/embeddings
 wrong key. The page writes what it could read into the DOM, which Chromium
 prints (--dump-dom). Expected:
 - the listed origin reads the embedding, equal to what urllib (no browser,
-  no CORS) gets for the same text, reads the 401's JSON error, and sees the
-  exposed Retry-After header's absence as null rather than an error;
+  no CORS) gets for the same text, an exposed header (x-compute-tokens,
+  equal to the body's usage) and the 401's JSON error;
 - the unlisted origin reads nothing: the browser blocks both calls.
 Exit status 77 (skipped) when chromium is not installed
 (scripts/install-deps.sh installs it).
@@ -43,7 +43,8 @@ async function call(key) {
                 "Authorization": "Bearer " + key},
       body: JSON.stringify({model: "default", input: ["a page calls favor"]})});
     const body = await r.json();
-    return {status: r.status, body: body, retry: r.headers.get("Retry-After")};
+    return {status: r.status, body: body, retry: r.headers.get("Retry-After"),
+            tokens: r.headers.get("x-compute-tokens")};
   } catch (e) {
     return {blocked: String(e)};
   }
@@ -153,11 +154,15 @@ def main():
         worst = max(abs(a - b) for a, b in zip(vector, direct))
         assert worst <= 1e-6, worst
         assert good["retry"] is None, good
+        # An exposed header: readable by the page, and right.
+        usage = good["body"]["usage"]["prompt_tokens"]
+        assert good["tokens"] == str(usage), (good["tokens"], usage)
         assert bad.get("status") == 401, bad
         assert bad["body"]["error"]["code"] == "invalid_api_key", bad
         print(f"ok listed origin {listed_origin}: the embedding "
-              f"({len(vector)} values, equal to urllib's within {worst:.1e}) "
-              "and the 401's error read by the page")
+              f"({len(vector)} values, equal to urllib's within {worst:.1e}), "
+              f"x-compute-tokens {good['tokens']} and the 401's error read "
+              "by the page")
 
         unlisted_origin = f"http://127.0.0.1:{unlisted.server_address[1]}"
         got = browse(chromium, f"{unlisted_origin}/page.html", work)
