@@ -389,14 +389,19 @@ int main(int argc, char** argv) {
       "its HTTP/JSON front (docs/http.md) for the models of "
       "--model_repository.\nUsage: favor-server "
       "--model_repository=DIR [flags]");
-  // --help lists this file's flags (absl's default looks for a file named
-  // after the binary).
+  // --help lists the flags of the files that define them (absl's default
+  // looks for a file named after the binary).
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {
     return absl::EndsWith(file, "server/main.cc") ||
-           absl::EndsWith(file, "server/http_flags.cc");
+           absl::EndsWith(file, "server/http_flags.cc") ||
+           absl::EndsWith(file, "server/service_flags.cc");
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
+  // absl's default says how absl itself was built ("Debug build").
+  usage.version_string = [] {
+    return std::string("favor-server " FAVOR_VERSION "\n");
+  };
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   FLAGS_logtostderr = true;

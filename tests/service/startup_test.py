@@ -10,6 +10,7 @@ Here a Python socket with SO_REUSEPORT holds the port; then a port outside
 
 Usage: startup_test.py SERVER_BINARY MODEL_REPOSITORY PROTO_ROOT
 """
+import re
 import socket
 import subprocess
 import sys
@@ -30,8 +31,22 @@ def start(binary, repository, port, *flags):
     return server.returncode, err
 
 
+def check_help_and_version(binary):
+    """--help lists the flags of every file that defines them; --version
+    names the release, not how abseil was built."""
+    run = subprocess.run([binary, "--help"], capture_output=True, text=True)
+    for flag in ("--port", "--http_port", "--max_batch_tokens",
+                 "--tokenizer_threads", "--http_cors_allow_origins"):
+        assert f"{flag} " in run.stdout, (flag, run.stdout[-2000:])
+    run = subprocess.run([binary, "--version"], capture_output=True, text=True)
+    assert run.returncode == 0 and re.fullmatch(
+        r"favor-server \d+\.\d+\.\d+\n", run.stdout), run
+    print(f"ok --help lists the flags, --version says {run.stdout.strip()}")
+
+
 def main():
     binary, repository = sys.argv[1:3]
+    check_help_and_version(binary)
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     holder.bind(("127.0.0.1", 0))
