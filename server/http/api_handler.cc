@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,7 +30,29 @@ struct Route {
   RouteKind kind = RouteKind::kNone;
   bhttp::verb verb = bhttp::verb::get;
   std::string method;  // kFavor: the RPC's name; kModel: the model's
+  bool bad_escape = false;  // kModel: a '%' not followed by two hex digits
 };
+
+// A path segment's percent-escapes decoded (RFC 3986 2.1; OpenAI's clients
+// escape a model name in the path); nullopt for a malformed escape.
+std::optional<std::string> PercentDecoded(absl::string_view segment) {
+  std::string decoded;
+  decoded.reserve(segment.size());
+  for (size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i] != '%') {
+      decoded += segment[i];
+      continue;
+    }
+    if (i + 2 >= segment.size() ||
+        !absl::ascii_isxdigit(static_cast<unsigned char>(segment[i + 1])) ||
+        !absl::ascii_isxdigit(static_cast<unsigned char>(segment[i + 2]))) {
+      return std::nullopt;
+    }
+    decoded += absl::HexStringToBytes(segment.substr(i + 1, 2));
+    i += 2;
+  }
+  return decoded;
+}
 
 // The `route` label of metrics (metric_names.h bounds it).
 std::string RouteLabel(const Route& route, boost::beast::string_view target) {
@@ -49,7 +72,9 @@ Route RouteOf(boost::beast::string_view target) {
     return {RouteKind::kEmbeddings, bhttp::verb::post, ""};
   if (path == "/v1/models") return {RouteKind::kModels, bhttp::verb::get, ""};
   if (absl::ConsumePrefix(&path, kModelsPrefix) && !path.empty()) {
-    return {RouteKind::kModel, bhttp::verb::get, std::string(path)};
+    std::optional<std::string> model = PercentDecoded(path);
+    return {RouteKind::kModel, bhttp::verb::get,
+            model.value_or(std::string(path)), !model.has_value()};
   }
   if (path == "/health") return {RouteKind::kHealth, bhttp::verb::get, ""};
   if (absl::ConsumePrefix(&path, kFavorPrefix) && !path.empty()) {
@@ -167,6 +192,12 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header) {
     return refusal;
   }
   if (route.kind == RouteKind::kHealth) return std::nullopt;
+  if (route.bad_escape) {
+    return ErrorResponse(
+        Status::bad_request,
+        absl::StrCat("the model name in ", ViewOf(header.target()),
+                     " has a '%' not followed by two hex digits"));
+  }
   const absl::string_view encoding =
       ViewOf(header[bhttp::field::content_encoding]);
   if (!encoding.empty() && !absl::EqualsIgnoreCase(encoding, "identity")) {

@@ -347,6 +347,20 @@ TEST_F(ApiTest, ModelsAndHealth) {
   options.target = "/v1/models/nope";
   const auto missing = ExpectError(testing::Fetch(port(), options), 404);
   EXPECT_EQ(missing["code"], "model_not_found");
+  // The name percent-decoded, as OpenAI's clients escape it ('k' is %6B).
+  options.target = "/v1/models/fa%6Be";
+  got = testing::Fetch(port(), options);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status, 200) << got->body;
+  options.target = "/v1/models/no%20pe";
+  const auto decoded = ExpectError(testing::Fetch(port(), options), 404);
+  EXPECT_THAT(decoded["message"].get<std::string>(), HasSubstr("'no pe'"));
+  for (const char* bad : {"/v1/models/fake%", "/v1/models/fake%6",
+                          "/v1/models/%zzfake"}) {
+    options.target = bad;
+    const auto error = ExpectError(testing::Fetch(port(), options), 400);
+    EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("'%'")) << bad;
+  }
   options.target = "/health";
   got = testing::Fetch(port(), options);
   ASSERT_TRUE(got.ok());
