@@ -32,6 +32,7 @@ void ChunkGather::WindowDone(int window, const EmbedWork& work,
 }
 
 void ChunkGather::Release(int count) {
+  if (count == 0) return;  // as EmbedGather::Release
   EmbedWork combined;
   absl::Status status;
   {

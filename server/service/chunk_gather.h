@@ -34,7 +34,8 @@ class ChunkGather {
   void WindowDone(int window, const EmbedWork& work,
                   const absl::Status& status);
 
-  // `count` windows will never be answered (never enqueued).
+  // `count` windows will never be answered (never enqueued); 0 does
+  // nothing.
   void Release(int count);
 
  private:

@@ -43,6 +43,9 @@ void EmbedGather::InputDone(int index, const EmbedWork& work,
 }
 
 void EmbedGather::Release(int count) {
+  // Release(0) after the last input was refused must not answer again: the
+  // call that takes the count to zero answers.
+  if (count == 0) return;
   absl::Status answer;
   {
     absl::MutexLock lock(&mu_);

@@ -41,7 +41,7 @@ class EmbedGather {
   void InputDone(int index, const EmbedWork& work, const absl::Status& status);
 
   // `count` inputs will never be answered (an earlier one was refused and
-  // the rest were never enqueued).
+  // the rest were never enqueued); 0 does nothing.
   void Release(int count);
 
  private:

@@ -37,7 +37,11 @@ class ChunkGatherTest : public ::testing::Test {
         *batching::Batcher::Create(batching::Batcher::Options(), &runner_);
     response_.add_embeddings();
     gather_ = std::make_shared<EmbedGather>(
-        [this](absl::Status status) { answer_ = status; }, flag_,
+        [this](absl::Status status) {
+          EXPECT_FALSE(answer_.has_value()) << "answered twice";
+          answer_ = status;
+        },
+        flag_,
         batcher_.get(), &response_, 1, ResolvedEmbedOptions(), 2);
   }
 
@@ -71,6 +75,16 @@ TEST_F(ChunkGatherTest, OneFailedWindowFailsTheInput) {
   ASSERT_TRUE(answer_.has_value());
   EXPECT_EQ(answer_->code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(response_.embeddings(0).values_size(), 0);
+}
+
+// The last window refused by a full queue, then no window released.
+TEST_F(ChunkGatherTest, ReleasingNoneAfterTheLastWindowDoesNotAnswerAgain) {
+  ChunkGather chunks(gather_, 0, {4, 4});
+  chunks.WindowDone(0, Pooled({1, 2}, absl::ZeroDuration()), absl::OkStatus());
+  chunks.WindowDone(1, EmbedWork(), absl::ResourceExhaustedError("full"));
+  ASSERT_TRUE(answer_.has_value());
+  chunks.Release(0);
+  EXPECT_EQ(answer_->code(), absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

@@ -106,6 +106,18 @@ TEST_F(EmbedGatherTest, ReleaseAccountsForInputsNeverEnqueued) {
   EXPECT_EQ(answer_->code(), absl::StatusCode::kResourceExhausted);
 }
 
+// The service's path when a call's last input is refused by a full queue:
+// the batcher completes it (InputDone), then the service releases the
+// inputs after it, none. Found by an outside audit: answering twice freed a
+// stream message twice and aborted favor-server.
+TEST_F(EmbedGatherTest, ReleasingNoneAfterTheLastInputDoesNotAnswerAgain) {
+  std::unique_ptr<EmbedGather> gather = Gather(1);
+  gather->InputDone(0, EmbedWork(), absl::ResourceExhaustedError("full"));
+  ASSERT_TRUE(answer_.has_value());
+  gather->Release(0);  // Gather's callback fails the test on a second answer
+  EXPECT_EQ(answer_->code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST_F(EmbedGatherTest, WritesTokenEmbeddingsAsATensor) {
   ResolvedEmbedOptions options;
   options.include_token_embeddings = true;

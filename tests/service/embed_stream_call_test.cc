@@ -48,6 +48,56 @@ TEST_F(FakeServiceTest, EmbedStreamAnswersEveryMessageByItsId) {
   EXPECT_EQ(answers["m5"].error().code(), grpc::NOT_FOUND);
 }
 
+// Found by an outside audit (favor-bench --streaming against a small
+// queue): a message refused by a full queue was answered twice, which freed
+// it twice and aborted favor-server. Room for three messages here: one
+// running (held in the model), one formed batch, one queued.
+TEST_F(FakeServiceTest, EmbedStreamMessageRefusedByAFullQueueIsAnsweredOnce) {
+  FavorService::Options options;
+  options.embed_batching.max_queue_requests = 1;
+  options.embed_batching.max_batch_requests = 1;
+  Start(options);
+  model_.Hold();
+  grpc::ClientContext context;
+  auto stream = server_->stub().EmbedStream(&context);
+  constexpr int kMessages = 8;
+  for (int i = 0; i < kMessages; ++i) {
+    v1::EmbedStreamRequest message;
+    message.set_request_id(absl::StrCat(i));
+    *message.mutable_request() = EmbedOf({{static_cast<uint32_t>(i + 1)}});
+    ASSERT_TRUE(stream->Write(message));
+  }
+  // While the model is held, only refusals can be answered.
+  std::map<std::string, v1::EmbedStreamResponse> answers;
+  v1::EmbedStreamResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.error().code(), grpc::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(answer.error().message(), HasSubstr("retry after"));
+  answers[answer.request_id()] = answer;
+  model_.Release();
+  stream->WritesDone();
+  while (stream->Read(&answer)) {
+    EXPECT_TRUE(answers.emplace(answer.request_id(), answer).second)
+        << "message " << answer.request_id() << " answered twice";
+  }
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(answers.size(), static_cast<size_t>(kMessages));
+  int computed = 0;
+  for (const auto& [id, a] : answers) {
+    if (a.has_error()) {
+      EXPECT_EQ(a.error().code(), grpc::RESOURCE_EXHAUSTED) << id;
+      continue;
+    }
+    ++computed;
+    EXPECT_EQ(a.response().embeddings(0).values(0), std::stoi(id) + 1);
+  }
+  EXPECT_GE(computed, 1);
+  EXPECT_LT(computed, kMessages);
+  EXPECT_EQ(model_.sequences(), computed);
+  // The server goes on serving.
+  ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{3}})).ok());
+}
+
 TEST_F(FakeServiceTest, EmbedStreamBackpressureLosesNothing) {
   FavorService::Options options;
   options.max_stream_messages_in_flight = 2;
