@@ -299,4 +299,7 @@ MUTANTS = [
     _m("http-cors-origin-case", HTTP + "cors.cc", "swapped operand",
        "absl::EqualsIgnoreCase(allowed, origin)", "allowed == origin",
        "http", exclude=NO_E2E),
+    _m("service-gather-answers-twice", SRV + "embed_gather.cc",
+       "off-by-one bound", "  if (count == 0) return;\n",
+       "  if (count < 0) return;\n", "service", exclude=NO_E2E),
 ]

@@ -19,6 +19,16 @@ int64_t Product(const std::vector<int64_t>& shape) {
   return product;
 }
 
+// The product, or -1 past kMaxAttendTensorElements (never overflowing).
+int64_t BoundedProduct(const std::vector<int64_t>& shape) {
+  int64_t product = 1;
+  for (int64_t dimension : shape) {
+    if (dimension > kMaxAttendTensorElements / product) return -1;
+    product *= dimension;
+  }
+  return product;
+}
+
 }  // namespace
 
 absl::StatusOr<AttendShapes> ParseAttendShapes(absl::string_view shape,
@@ -45,6 +55,16 @@ absl::StatusOr<AttendShapes> ParseAttendShapes(absl::string_view shape,
   const int64_t values = value_dim > 0 ? value_dim : query[3];
   shapes.key = {query[0], query[1], keys, query[3]};
   shapes.value = {query[0], query[1], keys, values};
+  for (const std::vector<int64_t>* tensor :
+       {&shapes.query, &shapes.key, &shapes.value}) {
+    if (BoundedProduct(*tensor) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--shape '", shape, "' (with --key_length, --value_dim) makes a "
+          "tensor [", absl::StrJoin(*tensor, ", "), "] of more than ",
+          kMaxAttendTensorElements,
+          " elements, the server's default --max_attend_tensor_elements"));
+    }
+  }
   return shapes;
 }
 

@@ -24,8 +24,13 @@ struct AttendShapes {
   std::vector<int64_t> value;  // (batch, heads, key_length, value_dim)
 };
 
+// The most elements of one tensor favor-cli makes or reads: the server's
+// default limit (AttendLimits::max_tensor_elements), 1 GiB of float32.
+inline constexpr int64_t kMaxAttendTensorElements = int64_t{1} << 28;
+
 // "B,H,L,D" → the query shape; key_length and value_dim of 0 mean L and D.
-// INVALID_ARGUMENT unless there are four dimensions, each at least 1.
+// INVALID_ARGUMENT unless there are four dimensions, each at least 1, and
+// each tensor has at most kMaxAttendTensorElements elements.
 absl::StatusOr<AttendShapes> ParseAttendShapes(absl::string_view shape,
                                                int64_t key_length,
                                                int64_t value_dim);

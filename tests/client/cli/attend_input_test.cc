@@ -35,6 +35,22 @@ TEST(AttendInputTest, BadShapesAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Found by an outside audit: a large shape was allocated (bad_alloc) or
+// overflowed int64 (length_error), both uncaught, exit 134.
+TEST(AttendInputTest, ShapesPastTheServersLimitAreInvalidArgument) {
+  for (const char* shape : {"1,1,100000,100000", "3037000500,3037000500,1,1",
+                            "9223372036854775807,2,1,1"}) {
+    const absl::Status status = ParseAttendShapes(shape, 0, 0).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << shape;
+    EXPECT_THAT(std::string(status.message()),
+                ::testing::HasSubstr("of more than 268435456 elements"))
+        << shape;
+  }
+  // The limit itself is allowed; the key's length counts too.
+  EXPECT_TRUE(ParseAttendShapes("1,1,16384,16384", 0, 0).ok());
+  EXPECT_FALSE(ParseAttendShapes("1,1,1,16384", 16385, 0).ok());
+}
+
 TEST(AttendInputTest, RandomTensorsAreSeededAndValid) {
   const Tensor a = RandomTensor({1, 2, 3, 4}, 7);
   EXPECT_TRUE(a.Validate().ok());

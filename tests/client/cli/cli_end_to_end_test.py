@@ -160,6 +160,11 @@ def check_bad_embed(cli, server, tmp):
                  stdin="[1]\n[1, 2, -3]\n")
     expect_error([cli, endpoint, "embed", "--input_file=" + tmp + "/absent"],
                  NOT_FOUND, "absent")
+    # A directory was an uncaught exception from the read (exit 134).
+    expect_error([cli, endpoint, "embed", "--input_file=" + tmp], NOT_FOUND,
+                 "Is a directory")
+    expect_error([cli, endpoint, "--bearer_token_file=" + tmp, "health"],
+                 NOT_FOUND, "Is a directory")
     expect_error([cli, endpoint, "embed", "--pooling=max", "1"],
                  INVALID_ARGUMENT, "--pooling=max")
     expect_error([cli, endpoint, "--bogus_flag", "health"], INVALID_ARGUMENT,
@@ -213,6 +218,9 @@ def check_attend(cli, server, tmp):
                  INVALID_ARGUMENT, "needs 64")
     expect_error([cli, endpoint, "attend", "--shape=1,1,4"], INVALID_ARGUMENT,
                  "--shape")
+    # A shape too large to make was an uncaught bad_alloc or length_error.
+    expect_error([cli, endpoint, "attend", "--shape=3037000500,3037000500,1,1"],
+                 INVALID_ARGUMENT, "of more than 268435456 elements")
 
 
 def check_bearer_tokens(cli, binary, repository, tmp):

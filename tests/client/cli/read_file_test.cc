@@ -30,7 +30,30 @@ TEST(ReadFileTest, MissingFileIsNotFoundNamingIt) {
   const std::string path = ::testing::TempDir() + "/no-such-file.pem";
   absl::StatusOr<std::string> content = ReadFile(path);
   EXPECT_EQ(content.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(content.status().message(), "cannot read '" + path + "'");
+  EXPECT_EQ(content.status().message(),
+            "cannot read '" + path + "': No such file or directory");
+}
+
+// Found by an outside audit: libstdc++'s filebuf threw from the read (an
+// uncaught exception, exit 134) for a directory or an I/O error.
+TEST(ReadFileTest, DirectoryIsNotFoundNotAnException) {
+  const std::string path = ::testing::TempDir();
+  absl::StatusOr<std::string> content = ReadFile(path);
+  EXPECT_EQ(content.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(content.status().message(),
+            "cannot read '" + path + "': Is a directory");
+}
+
+TEST(ReadFileTest, EndlessFileStopsAtTheLimit) {
+  absl::StatusOr<std::string> content = ReadFile("/dev/zero", 1 << 20);
+  EXPECT_EQ(content.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(content.status().message()),
+              ::testing::HasSubstr("larger than 1048576 bytes"));
+  const std::string path = ::testing::TempDir() + "/read_file_limit";
+  std::ofstream(path, std::ios::binary) << std::string(1000, 'x');
+  EXPECT_TRUE(ReadFile(path, 1000).ok());
+  EXPECT_EQ(ReadFile(path, 999).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace
