@@ -15,11 +15,14 @@
 // (no coordinated omission). Unary: EmbedAsync; streaming: one stream
 // without a cap on messages in flight beyond the server's flow control.
 //
-// Phases: calls sent in the first `warmup` are answered but not counted;
-// then calls are counted until `duration` has passed or `request_count`
-// calls have been sent (whichever comes first; 0 disables a bound, not
-// both), and the run waits for their answers. The measured time runs from
-// the end of the warm-up to the last counted answer.
+// Phases: first a warm-up of its own, `warmup` long, whose calls are
+// answered but not counted, and whose last answers come in before the
+// measured phase starts (so that no warm-up work runs on the server in
+// the measured time); then calls are counted until `duration` has passed or
+// `request_count` calls have been sent (whichever comes first; 0 disables
+// a bound, not both), and the run waits for their answers. The measured
+// time runs from the start of the measured phase to the last counted
+// answer.
 //
 // Inputs: each call carries `inputs_per_call` inputs whose lengths are
 // drawn from `lengths`: token ids uniform in [0, vocab_size) or, with a
@@ -57,7 +60,7 @@ struct LoadOptions {
   // Bounds of the measured phase; at least one must be set (> 0).
   absl::Duration duration = absl::Seconds(10);
   int64_t request_count = 0;
-  // Calls sent during this first stretch are not counted.
+  // Length of the warm-up phase, whose calls are not counted.
   absl::Duration warmup = absl::Seconds(1);
   // Token ids are drawn uniformly in [0, vocab_size); at least 1.
   int64_t vocab_size = 1;
@@ -74,7 +77,7 @@ struct LoadOptions {
 struct LoadResult {
   RunTotals totals;              // counted calls only
   LatencySummary latency;        // of the counted OK calls
-  absl::Duration measured_time;  // end of warm-up to the last counted answer
+  absl::Duration measured_time;  // measured phase's start to its last answer
   int64_t warmup_calls = 0;      // calls sent during the warm-up
 };
 
