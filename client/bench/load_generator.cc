@@ -27,6 +27,9 @@ constexpr uint64_t kArrivalSeedOffset = 0xA5A5A5A5A5A5A5A5ULL;
 // blocks (the server's own limit is far lower and pushes back first).
 constexpr int kOpenLoopStreamInFlight = 1 << 16;
 
+// How long a closed-loop caller waits after an UNAVAILABLE answer.
+constexpr absl::Duration kUnavailableBackoff = absl::Milliseconds(50);
+
 // How long a stream may take to end once its messages are answered.
 constexpr absl::Duration kStreamEndGrace = absl::Seconds(2);
 
@@ -135,6 +138,11 @@ void ClosedLoopCaller(RunContext* run, uint64_t seed) {
         run->client->Embed(inputs, run->embed_options, call);
     RecordAnswer(run, result, static_cast<int64_t>(inputs.size()), tokens,
                  sent);
+    // A server that is gone answers at once: without a pause each caller
+    // would send tens of thousands of calls a second into it.
+    if (absl::IsUnavailable(result.status())) {
+      absl::SleepFor(kUnavailableBackoff);
+    }
   }
 }
 

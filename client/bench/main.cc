@@ -235,9 +235,17 @@ absl::StatusOr<favor::bench::BenchReport> Measure(
   return report;
 }
 
-// OK when some counted call succeeded (or none was counted); else the most
+// OK when some counted call succeeded (or none was counted) and the
+// server stayed reachable; UNAVAILABLE when some call found it gone (a run
+// against a server that died mid-way measured no server); else the most
 // frequent failure.
 absl::Status RunOutcome(const favor::bench::RunTotals& totals) {
+  const auto unavailable = totals.errors.find(absl::StatusCode::kUnavailable);
+  if (totals.ok_calls > 0 && unavailable != totals.errors.end()) {
+    return absl::UnavailableError(absl::StrCat(
+        unavailable->second, " of ", totals.calls,
+        " calls found the server unavailable: the run did not measure it"));
+  }
   if (totals.ok_calls > 0 || totals.errors.empty()) return absl::OkStatus();
   auto worst = std::max_element(
       totals.errors.begin(), totals.errors.end(),

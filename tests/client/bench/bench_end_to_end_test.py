@@ -6,14 +6,18 @@ by duration or by count), their --json reports parsed and checked: the
 counts add up, percentiles are ordered, no call failed (so token ids stayed
 below the vocabulary and lengths within the limits), throughput matches the
 counts, and the server's own view from /metrics agrees with the client's.
-Then bad usage: the gRPC code as exit status and one stderr line.
+Then bad usage: the gRPC code as exit status and one stderr line; and a
+server killed mid-run: exit 14.
 
 Usage: bench_end_to_end_test.py FAVOR_BENCH FAVOR_SERVER FAVOR_MODEL FIXTURE_DIR
 """
 import os
+import re
 import socket
+import subprocess
 import sys
 import tempfile
+import time
 
 
 def check_closed_loop(tool, server):
@@ -75,6 +79,28 @@ def check_text_report(tool, server):
         assert needle in out, (needle, out)
 
 
+def check_server_dies_mid_run(tool, binary, repository, tmp):
+    """A run whose server is killed after a second reports what it counted
+    and exits 14 (it exited 0, found by an outside audit), in both modes."""
+    for transport in ([], ["--streaming"]):
+        server = FavorServer(binary, repository, os.path.join(tmp, "dying.log"))
+        bench_process = subprocess.Popen(
+            [tool, "--endpoint=" + server.endpoint, "--duration=3s",
+             "--warmup=0", "--concurrency=2", "--lengths=fixed:16"] + transport,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1)
+        server.process.kill()
+        server.process.wait()
+        out, err = bench_process.communicate(timeout=60)
+        assert bench_process.returncode == 14, (transport, out, err)
+        assert "calls found the server unavailable" in err, (transport, err)
+        assert "errors UNAVAILABLE" in out, (transport, out)
+        calls = int(re.search(r"calls: (\d+)", out).group(1))
+        # Closed-loop callers pause after UNAVAILABLE instead of spinning.
+        assert calls < 2000, (transport, out)
+        print("ok server killed mid-run %s: exit 14, %d calls" % (transport, calls))
+
+
 def check_bad_usage(tool, server, tmp):
     endpoint = "--endpoint=" + server.endpoint
     expect_error([tool, endpoint, "--lengths=fixed:0"], 3,
@@ -108,7 +134,7 @@ def main():
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     sys.path.insert(0, fixture_dir)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    global run, expect_error, bench, check_server_view
+    global run, expect_error, bench, check_server_view, FavorServer
     from favor_server_fixture import FavorServer, expect_error, make_models, run
     from bench_checks import bench, check_server_view
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,6 +153,7 @@ def main():
             raise
         finally:
             server.stop()
+        check_server_dies_mid_run(tool, binary, repository, tmp)
     print("favor-bench end-to-end test: OK")
 
 
