@@ -38,6 +38,11 @@ nlohmann::json ConfigToJson(const LoadOptions& options) {
 }
 
 nlohmann::json LatencyToJson(const LatencySummary& latency) {
+  if (latency.count == 0) {  // no call succeeded: nothing was measured
+    return {{"count", 0},      {"min", nullptr},   {"mean", nullptr},
+            {"p50", nullptr},  {"p90", nullptr},   {"p99", nullptr},
+            {"p99_9", nullptr}, {"max", nullptr}};
+  }
   return {{"count", latency.count},
           {"min", Milliseconds(latency.min)},
           {"mean", Milliseconds(latency.mean)},
@@ -127,20 +132,26 @@ std::string ReportToText(const BenchReport& report) {
       "model %s: %s, lengths %s, %d %s input(s) per call\n"
       "measured %.3f s after %d warm-up calls\n"
       "calls: %d (%d ok, %d failed)\n"
-      "throughput: %.2f requests/s, %.2f sequences/s, %.1f tokens/s\n"
-      "latency (ms): p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  "
-      "(min %.3f, mean %.3f, max %.3f)\n",
+      "throughput: %.2f requests/s, %.2f sequences/s, %.1f tokens/s\n",
       report.model, Mode(report.options), report.options.lengths.ToString(),
       report.options.inputs_per_call,
       report.options.corpus != nullptr ? "text" : "token id",
       absl::ToDoubleSeconds(report.result.measured_time),
       report.result.warmup_calls, totals.calls, totals.ok_calls,
       totals.calls - totals.ok_calls, throughput.requests_per_second,
-      throughput.sequences_per_second, throughput.tokens_per_second,
-      Milliseconds(latency.p50), Milliseconds(latency.p90),
-      Milliseconds(latency.p99), Milliseconds(latency.p99_9),
-      Milliseconds(latency.min), Milliseconds(latency.mean),
-      Milliseconds(latency.max));
+      throughput.sequences_per_second, throughput.tokens_per_second);
+  if (latency.count == 0) {
+    absl::StrAppend(&text, "latency (ms): none (no call succeeded)\n");
+  } else {
+    absl::StrAppendFormat(
+        &text,
+        "latency (ms): p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  "
+        "(min %.3f, mean %.3f, max %.3f)\n",
+        Milliseconds(latency.p50), Milliseconds(latency.p90),
+        Milliseconds(latency.p99), Milliseconds(latency.p99_9),
+        Milliseconds(latency.min), Milliseconds(latency.mean),
+        Milliseconds(latency.max));
+  }
   for (const auto& [code, count] : totals.errors) {
     absl::StrAppend(&text, "errors ", absl::StatusCodeToString(code), ": ",
                     count, "\n");

@@ -36,7 +36,8 @@ Throughput ThroughputOf(const LoadResult& result);
 //  "requests": {"total", "ok", "errors": {"CODE_NAME": n}}, "sequences",
 //  "tokens", "throughput": {"requests_per_second", "sequences_per_second",
 //  "tokens_per_second"}, "latency_ms": {"count", "min", "mean", "p50",
-//  "p90", "p99", "p99_9", "max"}, "server": {...} (with a scrape)}.
+//  "p90", "p99", "p99_9", "max"} (null but "count" when no call
+//  succeeded), "server": {...} (with a scrape)}.
 nlohmann::json ReportToJson(const BenchReport& report);
 
 std::string ReportToText(const BenchReport& report);

@@ -9,6 +9,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/cli/read_file.h"
@@ -25,15 +27,29 @@ constexpr char kJsonForms[] =
 // errors.
 absl::StatusOr<TokenIds> ParsePlainIds(absl::string_view text,
                                        absl::string_view where) {
+  // Ids apart by whitespace, a comma, or both ("1 2", "1,2", "1, 2"); a
+  // comma with no id on one side ("1,,2", ",1", "1,") is an error.
+  const std::string spaced = absl::StrReplaceAll(text, {{",", " , "}});
   TokenIds ids;
-  for (absl::string_view word :
-       absl::StrSplit(text, absl::ByAnyChar(", \t\r\n"), absl::SkipEmpty())) {
+  bool after_comma = true;  // at the start, an id must come first as well
+  for (absl::string_view word : absl::StrSplit(
+           spaced, absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty())) {
+    if (word == ",") {
+      if (after_comma) break;  // refused below
+      after_comma = true;
+      continue;
+    }
     uint32_t id = 0;
     if (!absl::SimpleAtoi(word, &id)) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": '", word, "' is not a token id (an integer in [0, 2^32))"));
     }
     ids.push_back(id);
+    after_comma = false;
+  }
+  if (after_comma && absl::StrContains(text, ',')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": '", text, "' has a comma with no token id on one side"));
   }
   return ids;
 }

@@ -41,8 +41,8 @@ struct AttendRequest {
   Tensor key;
   // Values, shape (batch, heads, key_length, value_dim).
   Tensor value;
-  // "softmax", "favor+", "hyperbolic", "trig", "relu", "elu+1", "exp";
-  // empty means "favor+".
+  // "softmax", "favor+", "favor++", "hyperbolic", "trig", "relu", "elu+1",
+  // "exp"; empty means "favor+".
   std::string kernel;
   // m, rows of the random projection, for kernels that use one; 0 means 256
   // (or the first dimension of projection_matrix).

@@ -37,6 +37,21 @@ TEST(TokenInputTest, ArgumentsWithBadIdsNameTheArgument) {
   EXPECT_THAT(empty.status().message(), HasSubstr("no token id"));
 }
 
+// Found by an outside audit: "101,,102" was embedded as [101, 102].
+TEST(TokenInputTest, ACommaWithNoIdOnOneSideIsAnError) {
+  for (const char* bad : {"101,,102", "101,102,", ",101", "1, ,2"}) {
+    auto inputs = ParseTokenArguments({bad});
+    EXPECT_EQ(inputs.status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+    EXPECT_THAT(inputs.status().message(),
+                HasSubstr("a comma with no token id on one side"))
+        << bad;
+  }
+  auto spaced = ParseTokenArguments({"1, 2 ,3 4"});
+  ASSERT_TRUE(spaced.ok()) << spaced.status();
+  EXPECT_THAT(*spaced, ElementsAre(TokenIds{1, 2, 3, 4}));
+}
+
 TEST(TokenInputTest, IdsUpToTwoToTheThirtyTwo) {
   auto inputs = ParseTokenArguments({"0,4294967295"});
   ASSERT_TRUE(inputs.ok());
