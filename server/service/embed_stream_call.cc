@@ -143,11 +143,20 @@ void EmbedStreamCall::Handle(const v1::EmbedStreamRequest& in) {
   auto owned = std::make_unique<Message>();
   Message* message = owned.get();
   message->out.set_request_id(in.request_id());
+  bool stopped = false;
   {
     absl::MutexLock lock(&mu_);
+    stopped = StreamStopped(state_);
     active_[message] = std::move(owned);
   }
-  absl::Status status = Start(in, message);
+  // A message read as the call was cancelled, or after Finish: answered
+  // CANCELLED here and now. Started, a text message would be answered later
+  // by a tokenizer thread, after OnDone may have freed this reactor (found
+  // by an outside audit: streams cancelled right after a text message
+  // crashed the server within seconds). A message started before the
+  // cancel is safe: the stream finishes only once it is answered.
+  const absl::Status status =
+      stopped ? absl::CancelledError("stream cancelled") : Start(in, message);
   if (!status.ok()) Complete(message, status);
 }
 

@@ -50,8 +50,9 @@
 // shutdown once the client has closed its side, which finishes OK) or
 // cannot happen (a read event where no read is
 // outstanding). A message read in kCancelled or kFinished (a read that
-// completed as the call was cancelled) is still answered, CANCELLED, and
-// its answer discarded.
+// completed as the call was cancelled) is answered CANCELLED at once, never
+// started (a text message would be answered by a tokenizer thread after
+// OnDone), and its answer discarded.
 #ifndef FAVOR_SERVER_SERVICE_EMBED_STREAM_STATE_H_
 #define FAVOR_SERVER_SERVICE_EMBED_STREAM_STATE_H_
 

@@ -7,6 +7,7 @@
 // and the tokenizer queue's bound.
 #include <pthread.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
@@ -454,6 +456,48 @@ TEST_F(TextServiceTest, EmbedStreamTakesText) {
   EXPECT_EQ(answers["the mat"].error().code(), grpc::INVALID_ARGUMENT);
   EXPECT_THAT(answers["the mat"].error().message(),
               HasSubstr("inputs[0].spans[0] is [0, 99): past the end"));
+}
+
+// Found by an outside audit: a text message whose read completed as its
+// stream was cancelled went to the tokenizer queue and was answered after
+// the stream had finished and its reactor was freed: clients cancelling
+// streams just after a text message crashed the server within seconds.
+// Four clients do that here for 3 s (about 13,000 streams), cancelling 0
+// to 1 ms after the write; with the bug back, 5 runs of 5 crashed.
+TEST_F(TextServiceTest, StreamsCancelledAfterATextMessageLeaveNothingBehind) {
+  Start();
+  std::atomic<bool> stop{false};
+  std::atomic<int> streams{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = server_->NewStub();
+      absl::BitGen random;
+      while (!stop.load()) {
+        grpc::ClientContext context;
+        auto stream = stub->EmbedStream(&context);
+        v1::EmbedStreamRequest message;
+        message.set_request_id(absl::StrCat(c));
+        *message.mutable_request() = EmbedTexts({"the cat sat on the mat"});
+        stream->Write(message);
+        absl::SleepFor(absl::Microseconds(absl::Uniform(random, 0, 1000)));
+        context.TryCancel();
+        v1::EmbedStreamResponse answer;
+        while (stream->Read(&answer)) {
+        }
+        stream->Finish().IgnoreError();
+        streams.fetch_add(1);
+      }
+    });
+  }
+  absl::SleepFor(absl::Seconds(3));
+  stop.store(true);
+  for (std::thread& client : clients) client.join();
+  EXPECT_GT(streams.load(), 100);
+  // Every stream is gone, and the server goes on.
+  EXPECT_TRUE(
+      WaitUntil([&] { return server_->service().num_open_calls() == 0; }));
+  EXPECT_TRUE(CallEmbed(server_->stub(), EmbedTexts({"the cat"})).ok());
 }
 
 // The calls waiting for the tokenizer threads are bounded: one more is
