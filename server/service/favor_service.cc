@@ -39,6 +39,31 @@ batching::Priority PriorityOf(v1::Priority priority) {
                                        : batching::Priority::kNormal;
 }
 
+// A call whose inputs (windows, with TRUNCATION_CHUNK) outnumber, or whose
+// tokens outweigh, the whole queue could only ever fill it with its own
+// inputs and be refused: RESOURCE_EXHAUSTED without a retry hint (HTTP
+// 413), not a hint that sends clients back to be refused forever (found by
+// an outside audit).
+absl::Status CheckCallFitsTheQueue(const std::vector<PreparedInput>& inputs,
+                                   const batching::Batcher::Options& queue) {
+  int64_t requests = 0;
+  int64_t tokens = 0;
+  for (const PreparedInput& input : inputs) {
+    requests += std::max<int64_t>(input.num_windows(), 1);
+    tokens += static_cast<int64_t>(input.token_ids.size());
+  }
+  if (requests <= queue.max_queue_requests &&
+      tokens <= queue.max_queue_tokens) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the call's ", requests, " inputs (windows counted) of ", tokens,
+      " tokens can never be queued together for model '", queue.model_name,
+      "' (max_queue_requests=", queue.max_queue_requests,
+      ", max_queue_tokens=", queue.max_queue_tokens,
+      "): send fewer or shorter inputs per call"));
+}
+
 }  // namespace
 
 batching::Batcher::Options FavorService::DefaultAttendBatching() {
@@ -287,6 +312,9 @@ void FavorService::EnqueueEmbed(
     absl::AnyInvocable<void(absl::Status)> done, v1::EmbedResponse* response) {
   const Lease entry = prepared.entry;
   const int num_inputs = static_cast<int>(prepared.inputs.size());
+  absl::Status fits = CheckCallFitsTheQueue(prepared.inputs,
+                                            entry->batcher->options());
+  if (!fits.ok()) return done(std::move(fits));
   auto gather = std::make_shared<EmbedGather>(
       std::move(done), cancellation, entry->batcher.get(), response, num_inputs,
       prepared.options, entry->model->description().embedding_dim);

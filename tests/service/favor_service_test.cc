@@ -316,6 +316,36 @@ TEST_F(FakeServiceTest, FullQueueIsResourceExhaustedWithARetryHint) {
   EXPECT_EQ(model_.sequences(), kAdmitted);
 }
 
+// Found by an outside audit: a call with more inputs (or tokens) than the
+// whole queue holds filled it with its own inputs and was refused with a
+// retry hint, on an idle server, every time it was retried.
+TEST_F(FakeServiceTest, ACallLargerThanTheQueueIsRefusedWithoutARetryHint) {
+  FavorService::Options options;
+  options.embed_batching.max_queue_requests = 2;
+  options.embed_batching.max_queue_tokens = 10;
+  Start(options);
+  struct Case {
+    v1::EmbedRequest request;
+    std::string why;
+  } cases[] = {{EmbedOf({{1}, {2}, {3}}), "the call's 3 inputs"},
+               {EmbedOf({{1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5}}), "of 11 tokens"},
+               {EmbedOf({{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}), "of 11 tokens"}};
+  for (const Case& c : cases) {
+    std::string trailer;
+    const grpc::Status status =
+        CallEmbedWithRetryHint(server_->stub(), c.request, &trailer);
+    EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << c.why;
+    EXPECT_THAT(status.error_message(), HasSubstr(c.why));
+    EXPECT_THAT(status.error_message(),
+                HasSubstr("can never be queued together"));
+    EXPECT_EQ(trailer, "") << c.why;
+  }
+  // At the limits, the calls run.
+  EXPECT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1, 2, 3, 4, 5}, {6, 7, 8}}))
+                  .ok());
+  EXPECT_EQ(model_.sequences(), 2);
+}
+
 TEST_F(FakeServiceTest, DrainingRefusesNewCalls) {
   Start();
   ASSERT_TRUE(CallEmbed(server_->stub(), EmbedOf({{1}})).ok());
