@@ -295,7 +295,7 @@ int ServeUntilShutdown(favor::ModelReloader* reloader, FavorService* service) {
     LOG_IF(INFO, signal == SIGHUP || VLOG_IS_ON(1))
         << "event=model_reload_started reason="
         << (signal == SIGHUP ? "SIGHUP" : "poll");
-    reloader->Reload(service);
+    reloader->Reload(service, /*retry_failed=*/signal == SIGHUP);
   }
 }
 

@@ -128,7 +128,8 @@ absl::StatusOr<service::FavorService::Servable> ModelReloader::LoadRevision(
   return servable;
 }
 
-void ModelReloader::Reload(service::FavorService* service) {
+void ModelReloader::Reload(service::FavorService* service,
+                           bool retry_failed) {
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<std::string>> names = FolderNames();
   if (!names.ok()) {
@@ -140,7 +141,10 @@ void ModelReloader::Reload(service::FavorService* service) {
   for (const std::string& name : *names) {
     const std::string signature = model::FolderSignature(PathOf(name));
     auto it = folders_.find(name);
-    if (it != folders_.end() && it->second.signature == signature) continue;
+    if (it != folders_.end() && it->second.signature == signature &&
+        !(retry_failed && it->second.failed)) {
+      continue;
+    }
     ReloadFolder(name, service);
     ++changed;
   }
@@ -164,6 +168,7 @@ void ModelReloader::ReloadFolder(const std::string& name,
     // Touched, not changed, or put back as it was after a failed load: what
     // serves is what the folder holds.
     folder.signature = signature;
+    folder.failed = false;
     service->ClearLoadFailure(name);
     return;
   }
@@ -190,6 +195,7 @@ void ModelReloader::ReloadFolder(const std::string& name,
             << " revision=" << *revision << " replaced="
             << (folder.revision.empty() ? "none" : folder.revision);
   folder.revision = *revision;
+  folder.failed = false;
 }
 
 int ModelReloader::RemoveGone(const std::vector<std::string>& names,
@@ -232,6 +238,7 @@ void ModelReloader::Fail(const std::string& name, const absl::Status& status,
              << (service != nullptr ? " (what served keeps serving)" : "");
   options_.metrics->RecordModelLoadFailure(name);
   if (service != nullptr) service->RecordLoadFailure(name, status);
+  folders_[name].failed = true;
 }
 
 }  // namespace favor

@@ -71,8 +71,11 @@ class ModelReloader {
   void set_memory_budget(batching::MemoryBudget* budget) { budget_ = budget; }
   // One reload pass over the repository (see the file comment). Logs its
   // end at INFO when a folder changed (a poll that finds nothing new logs
-  // only with GLOG_v=1 in the environment, not a line a second).
-  void Reload(service::FavorService* service);
+  // only with GLOG_v=1 in the environment, not a line a second). With
+  // `retry_failed` (SIGHUP), a folder whose last load failed is loaded
+  // again even if unchanged: a load refused for want of memory while
+  // batches ran may fit now.
+  void Reload(service::FavorService* service, bool retry_failed = false);
 
   // Implementation details follow.
  private:
@@ -80,6 +83,7 @@ class ModelReloader {
   struct Folder {
     std::string signature;
     std::string revision;  // Of the revision serving; empty if none.
+    bool failed = false;   // Its last load failed.
   };
 
   std::string PathOf(const std::string& name) const;

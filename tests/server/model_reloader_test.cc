@@ -204,12 +204,22 @@ TEST_F(ModelReloaderTest, AFailedRevisionLeavesTheOldServingUntilFixed) {
 
   reloader_->Reload(service_.get());  // unchanged: not tried again
   EXPECT_THAT(LoadFailures("default"), Optional(1.0));
+  // SIGHUP retries it, unchanged (a load refused for memory may fit now;
+  // found by an outside audit: only touching config.json did).
+  reloader_->Reload(service_.get(), /*retry_failed=*/true);
+  EXPECT_THAT(LoadFailures("default"), Optional(2.0));
+  EXPECT_EQ(Lease("default"), first);
 
   WriteModel("default", 6);
   reloader_->Reload(service_.get());
   EXPECT_NE(Lease("default"), first);
   EXPECT_EQ(Lease("default")->model->config().version, "seed-6");
   EXPECT_TRUE(service_->registry().Failures().empty());
+  // Loaded: SIGHUP no longer reloads it.
+  const service::ServingModel* loaded = Lease("default");
+  reloader_->Reload(service_.get(), /*retry_failed=*/true);
+  EXPECT_EQ(Lease("default"), loaded);
+  EXPECT_THAT(LoadFailures("default"), Optional(2.0));
 }
 
 // Found by an audit from outside: a folder put back as it was after a
