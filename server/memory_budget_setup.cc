@@ -33,6 +33,11 @@ absl::StatusOr<std::unique_ptr<batching::MemoryBudget>> StartMemoryBudget(
   options.on_change = [metrics](int64_t reserved) {
     metrics->SetMemoryReserved(reserved);
   };
+  // A reload's weights come and go (found by an outside audit: the gauge
+  // kept its start-up value while refusals named the new one).
+  options.on_resident_change = [metrics, max_bytes](int64_t resident) {
+    metrics->SetMemoryBudget(max_bytes, resident);
+  };
   absl::StatusOr<std::unique_ptr<batching::MemoryBudget>> budget =
       batching::MemoryBudget::Create(std::move(options));
   if (!budget.ok()) {

@@ -25,7 +25,8 @@ absl::StatusOr<std::unique_ptr<MemoryBudget>> MemoryBudget::Create(
 MemoryBudget::MemoryBudget(Options options)
     : max_bytes_(options.max_bytes),
       resident_bytes_(options.resident_bytes),
-      on_change_(std::move(options.on_change)) {}
+      on_change_(std::move(options.on_change)),
+      on_resident_change_(std::move(options.on_resident_change)) {}
 
 int64_t MemoryBudget::resident_bytes() const {
   absl::MutexLock lock(&mu_);
@@ -43,6 +44,7 @@ absl::Status MemoryBudget::AddWeights(int64_t bytes) {
         " free"));
   }
   resident_bytes_ += bytes;
+  if (on_resident_change_) on_resident_change_(resident_bytes_);
   return absl::OkStatus();
 }
 
@@ -50,6 +52,7 @@ void MemoryBudget::RemoveWeights(int64_t bytes) {
   {
     absl::MutexLock lock(&mu_);
     resident_bytes_ -= bytes;
+    if (on_resident_change_) on_resident_change_(resident_bytes_);
   }
   NotifyListeners();
 }

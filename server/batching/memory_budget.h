@@ -40,6 +40,9 @@ class MemoryBudget {
     // (e.g. a metrics gauge: cheap, and takes no other lock of the
     // batching module). May be empty.
     absl::AnyInvocable<void(int64_t reserved_bytes)> on_change;
+    // Told the resident bytes after AddWeights and RemoveWeights (a
+    // reload), the same way. May be empty.
+    absl::AnyInvocable<void(int64_t resident_bytes)> on_resident_change;
   };
 
   // INVALID_ARGUMENT when max_bytes <= 0, resident_bytes < 0 or
@@ -92,6 +95,7 @@ class MemoryBudget {
   int64_t resident_bytes_ ABSL_GUARDED_BY(mu_);
   int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::AnyInvocable<void(int64_t)> on_change_ ABSL_GUARDED_BY(mu_);
+  absl::AnyInvocable<void(int64_t)> on_resident_change_ ABSL_GUARDED_BY(mu_);
   // Held while listeners run, so that one is never removed (and its batcher
   // destroyed) in the middle of its call.
   absl::Mutex listeners_mu_;

@@ -86,6 +86,23 @@ TEST(MemoryBudgetTest, AddsWeightsThatFitExactlyInWhatIsFree) {
   EXPECT_EQ(budget->resident_bytes(), 300);
 }
 
+// The resident gauge follows reloads (it kept its start-up value).
+TEST(MemoryBudgetTest, TellsTheResidentBytesAfterWeightsComeAndGo) {
+  std::vector<int64_t> resident;
+  MemoryBudget::Options options;
+  options.max_bytes = 1000;
+  options.resident_bytes = 300;
+  options.on_resident_change = [&resident](int64_t bytes) {
+    resident.push_back(bytes);
+  };
+  auto budget = MemoryBudget::Create(std::move(options));
+  ASSERT_TRUE(budget.ok()) << budget.status();
+  EXPECT_TRUE((*budget)->AddWeights(200).ok());
+  EXPECT_FALSE((*budget)->AddWeights(600).ok());  // refused: no change
+  (*budget)->RemoveWeights(150);
+  EXPECT_THAT(resident, ::testing::ElementsAre(500, 350));
+}
+
 TEST(MemoryBudgetTest, TellsEveryListenerOfEveryRelease) {
   auto budget = MakeBudget(1000, 0, nullptr);
   int first = 0, second = 0;
