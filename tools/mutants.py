@@ -302,4 +302,9 @@ MUTANTS = [
     _m("service-gather-answers-twice", SRV + "embed_gather.cc",
        "off-by-one bound", "  if (count == 0) return;\n",
        "  if (count < 0) return;\n", "service", exclude=NO_E2E),
+    _m("service-stream-starts-when-stopped", SRV + "embed_stream_call.cc",
+       "lost status",
+       "stopped ? absl::CancelledError(\"stream cancelled\") : Start(in, message);",
+       "false ? absl::CancelledError(\"stream cancelled\") : Start(in, message);",
+       "service", exclude=NO_E2E),
 ]
