@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "favor/v1/favor.pb.h"
 #include "server/http/api_errors.h"
+#include "server/http/json_codec.h"
 #include "server/http/openai_embeddings.h"
 #include "server/service/bearer_auth.h"
 
@@ -197,6 +198,11 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header) {
         Status::bad_request,
         absl::StrCat("the model name in ", ViewOf(header.target()),
                      " has a '%' not followed by two hex digits"));
+  }
+  if (route.kind == RouteKind::kModel) {
+    // Decoded, it goes into a proto3 string, which must be UTF-8.
+    const absl::Status utf8 = CheckUtf8(route.method, "the model name");
+    if (!utf8.ok()) return ErrorResponse(utf8);
   }
   const absl::string_view encoding =
       ViewOf(header[bhttp::field::content_encoding]);

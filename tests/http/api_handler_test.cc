@@ -361,6 +361,11 @@ TEST_F(ApiTest, ModelsAndHealth) {
     const auto error = ExpectError(testing::Fetch(port(), options), 400);
     EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("'%'")) << bad;
   }
+  // Decoded bytes that are not UTF-8 (they were a 501 with no message).
+  options.target = "/v1/models/%ff";
+  const auto not_utf8 = ExpectError(testing::Fetch(port(), options), 400);
+  EXPECT_THAT(not_utf8["message"].get<std::string>(),
+              HasSubstr("the model name is not valid UTF-8"));
   options.target = "/health";
   got = testing::Fetch(port(), options);
   ASSERT_TRUE(got.ok());
