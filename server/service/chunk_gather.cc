@@ -15,9 +15,13 @@ ChunkGather::ChunkGather(std::shared_ptr<EmbedGather> gather, int index,
 
 void ChunkGather::WindowDone(int window, const EmbedWork& work,
                              const absl::Status& status) {
+  bool first_failure = false;
   {
     absl::MutexLock lock(&mu_);
-    if (!status.ok() && status_.ok()) status_ = status;
+    if (!status.ok() && status_.ok()) {
+      status_ = status;
+      first_failure = true;
+    }
     if (status.ok() && status_.ok()) {
       weighted_sum_.resize(work.pooled.size(), 0.0);
       const double weight = static_cast<double>(window_tokens_[window]);
@@ -28,6 +32,10 @@ void ChunkGather::WindowDone(int window, const EmbedWork& work,
       compute_time_ = std::max(compute_time_, work.compute_time);
     }
   }
+  // The input has failed: its windows still queued are dropped now, not
+  // computed for nothing before the failure is answered (found by an
+  // outside audit: 2,304 tokens computed after a refused window).
+  if (first_failure) gather_->CancelTheRest();
   Release(1);
 }
 

@@ -35,11 +35,13 @@ void EmbedGather::InputDone(int index, const EmbedWork& work,
       Write(index, work);
     }
   }
-  if (cancel) {
-    cancellation_->Cancel();
-    batcher_->NotifyCancelled();
-  }
+  if (cancel) CancelTheRest();
   Release(1);
+}
+
+void EmbedGather::CancelTheRest() {
+  cancellation_->Cancel();
+  batcher_->NotifyCancelled();
 }
 
 void EmbedGather::Release(int count) {

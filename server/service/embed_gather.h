@@ -44,6 +44,11 @@ class EmbedGather {
   // the rest were never enqueued); 0 does nothing.
   void Release(int count);
 
+  // Drops the call's queued work now (its cancellation flag, and a wake-up
+  // of the batcher), as the first failed input does: for a failure known
+  // before its input is answered (a refused window of a chunked input).
+  void CancelTheRest();
+
  private:
   void Write(int index, const EmbedWork& work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

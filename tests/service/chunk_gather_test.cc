@@ -69,8 +69,11 @@ TEST_F(ChunkGatherTest, WindowsArePooledByTheirTokenCounts) {
 TEST_F(ChunkGatherTest, OneFailedWindowFailsTheInput) {
   ChunkGather chunks(gather_, 0, {4, 4, 4});
   chunks.WindowDone(0, Pooled({1, 2}, absl::ZeroDuration()), absl::OkStatus());
+  EXPECT_FALSE(flag_->cancelled());
   chunks.WindowDone(1, EmbedWork(), absl::ResourceExhaustedError("full"));
   EXPECT_FALSE(answer_.has_value());
+  // The call's queued work is dropped at once, not computed for nothing.
+  EXPECT_TRUE(flag_->cancelled());
   chunks.Release(1);  // the third was never enqueued
   ASSERT_TRUE(answer_.has_value());
   EXPECT_EQ(answer_->code(), absl::StatusCode::kResourceExhausted);
