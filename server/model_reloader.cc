@@ -75,6 +75,7 @@ absl::StatusOr<ModelReloader::Loaded> ModelReloader::LoadAll() {
       continue;
     }
     folder.revision = *revision;
+    folder.weight_bytes = WeightBytes(*servable->model);
     loaded.models.push_back(*std::move(servable));
   }
   if (loaded.models.empty()) {
@@ -119,11 +120,12 @@ absl::StatusOr<service::FavorService::Servable> ModelReloader::LoadRevision(
   service::FavorService::Servable servable;
   servable.model = std::move(model);
   servable.revision = revision;
-  // Start-up revisions are in the budget's measured resident set; every
-  // revision gives its weights back when freed.
+  // Start-up revisions are in the budget's measured resident set. Only a
+  // pass retires a revision, counting its weights as retiring first
+  // (ReloadFolder, RemoveGone); they come back when it is freed.
   servable.on_freed = [this, bytes] {
     batching::MemoryBudget* freed_from = budget_.load();
-    if (freed_from != nullptr) freed_from->RemoveWeights(bytes);
+    if (freed_from != nullptr) freed_from->FreeRetiredWeights(bytes);
   };
   return servable;
 }
@@ -172,25 +174,44 @@ void ModelReloader::ReloadFolder(const std::string& name,
     service->ClearLoadFailure(name);
     return;
   }
+  // From before the new revision is counted until the old one is freed,
+  // the old one's weights are on their way out: a request that needs them
+  // is told to retry, not that it can never run (MemoryBudget).
+  batching::MemoryBudget* budget = budget_.load();
+  const int64_t replaced_bytes =
+      service->registry().Contains(name) ? folder.weight_bytes : 0;
+  if (budget != nullptr) budget->RetireWeights(replaced_bytes);
+  // The old revision keeps serving after all.
+  auto keep_replaced = [budget, replaced_bytes] {
+    if (budget != nullptr) budget->UnretireWeights(replaced_bytes);
+  };
   absl::StatusOr<service::FavorService::Servable> servable =
       LoadRevision(name, *revision, /*count_weights=*/true);
   if (servable.ok() && model::FolderSignature(PathOf(name)) != signature) {
     // Still being written: the next pass (or SIGHUP) looks again.
     LOG(WARNING) << "event=model_changed_while_loading model=" << name;
+    const int64_t bytes = WeightBytes(*servable->model);
     servable->model.reset();
-    servable->on_freed();  // Its weights leave the budget.
+    if (budget != nullptr) budget->RemoveWeights(bytes);  // It never served.
+    keep_replaced();
     return;
   }
   folder.signature = signature;
   if (!servable.ok()) {
+    keep_replaced();
     Fail(name, servable.status(), service);
     return;
   }
+  const int64_t bytes = WeightBytes(*servable->model);
   const absl::Status installed = service->InstallModel(*std::move(servable));
   if (!installed.ok()) {
+    // Destroyed unserved, without its on_freed.
+    if (budget != nullptr) budget->RemoveWeights(bytes);
+    keep_replaced();
     Fail(name, installed, service);
     return;
   }
+  folder.weight_bytes = bytes;
   LOG(INFO) << "event=model_revision_serving model=" << name
             << " revision=" << *revision << " replaced="
             << (folder.revision.empty() ? "none" : folder.revision);
@@ -213,8 +234,11 @@ int ModelReloader::RemoveGone(const std::vector<std::string>& names,
       it = folders_.erase(it);
       continue;
     }
+    batching::MemoryBudget* budget = budget_.load();
+    if (budget != nullptr) budget->RetireWeights(it->second.weight_bytes);
     const absl::Status removed = service->RemoveModel(name);
     if (!removed.ok()) {
+      if (budget != nullptr) budget->UnretireWeights(it->second.weight_bytes);
       LOG(ERROR) << "event=model_remove_refused model=" << name << " error=\""
                  << removed.message() << "\"";
       service->RecordLoadFailure(

@@ -10,6 +10,10 @@
 // one, warmed up, and installed (FavorService::InstallModel): new calls go
 // to it, the old revision finishes its calls and is freed. A folder that
 // is gone is removed (its calls finish first), except the default model's.
+// From the start of a replacement or removal until the old revision is
+// freed, the budget counts its weights as retiring (so a request that
+// needs that room is told to retry, not that it can never run); a failed
+// replacement takes that back.
 // Any failure (unreadable file, bad config, no room in the memory budget,
 // warm-up error) is logged (event=model_load_failed), counted in
 // favor_model_load_failures_total{model} and shown by GetModel/ListModels;
@@ -22,6 +26,7 @@
 #define FAVOR_SERVER_MODEL_RELOADER_H_
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -83,6 +88,7 @@ class ModelReloader {
   struct Folder {
     std::string signature;
     std::string revision;  // Of the revision serving; empty if none.
+    int64_t weight_bytes = 0;  // Of the revision serving, as budgeted.
     bool failed = false;   // Its last load failed.
   };
 

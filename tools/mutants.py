@@ -307,4 +307,12 @@ MUTANTS = [
        "stopped ? absl::CancelledError(\"stream cancelled\") : Start(in, message);",
        "false ? absl::CancelledError(\"stream cancelled\") : Start(in, message);",
        "service", exclude=NO_E2E),
+    _m("batch-leader-waits-for-weights", BAT + "batcher.cc",
+       "inverted condition", "  absl::Status fits = CheckMemory(**first);\n  if (!fits.ok()) {",
+       "  absl::Status fits = CheckMemory(**first);\n  if (fits.ok() && false) {",
+       "batching", regex="BatcherMemory"),
+    _m("batch-retiring-weights-ignored", BAT + "batcher.cc",
+       "lost status", "  const int64_t retiring = budget->retiring_bytes();",
+       "  const int64_t retiring = 0;",
+       "batching", regex="BatcherMemory"),
 ]

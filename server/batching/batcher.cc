@@ -1,6 +1,7 @@
 #include "server/batching/batcher.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -110,7 +111,6 @@ absl::Status Batcher::CheckRequest(const Request& request) const {
         "request of ", request.num_tokens, " tokens exceeds max_batch_tokens=",
         options_.max_batch_tokens, " of model '", options_.model_name, "'"));
   }
-  RETURN_IF_ERROR(CheckMemory(request));
   if (request.IsCancelled()) {
     return absl::CancelledError("request cancelled before it was queued");
   }
@@ -121,20 +121,35 @@ absl::Status Batcher::CheckRequest(const Request& request) const {
   return absl::OkStatus();
 }
 
-// A request that could never fit in the memory budget, even alone. No retry
-// hint: retrying cannot help.
+// A request that does not fit in the memory budget's room for batches
+// even alone, which no release of a batch can change. With the weights of
+// retired revisions back it would: a retry hint, since they are freed once
+// those revisions' calls finish (a request never waits for them in the
+// queue, where it would hold up every request behind it, and could wait on
+// its own revision's weights). Otherwise no hint: retrying cannot help.
 absl::Status Batcher::CheckMemory(const Request& request) const {
   const MemoryBudget* budget = options_.memory_budget;
   if (budget == nullptr) return absl::OkStatus();
   const int64_t needed =
       request.memory_bytes + options_.batch_memory_overhead_bytes;
-  if (needed <= budget->batch_capacity_bytes()) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
+  const int64_t capacity = budget->batch_capacity_bytes();
+  if (needed <= capacity) return absl::OkStatus();
+  const std::string what = absl::StrCat(
       "request of ", request.num_tokens, " tokens needs an estimated ", needed,
       " bytes of memory on model '", options_.model_name,
       "'; the server's memory budget (max_memory_bytes=", budget->max_bytes(),
-      ") leaves ", budget->batch_capacity_bytes(), " bytes for batches beside ",
-      budget->resident_bytes(), " resident; it can never run here"));
+      ") leaves ", capacity, " bytes for batches beside ",
+      budget->resident_bytes(), " resident");
+  const int64_t retiring = budget->retiring_bytes();
+  if (needed <= capacity + retiring) {
+    return ResourceExhaustedWithRetry(
+        absl::StrCat(what, ", of which ", retiring,
+                     " are weights of replaced revisions, freed once their "
+                     "calls finish"),
+        EstimateRetryAfter(1));
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, "; it can never run here"));
 }
 
 // On OK, moves `*request` into the queue; otherwise leaves it with the caller.
@@ -145,6 +160,7 @@ absl::Status Batcher::Admit(std::unique_ptr<Request>* request) {
         absl::StrCat("model '", options_.model_name, "' is shutting down"));
   }
   RETURN_IF_ERROR(CheckRoom((*request)->num_tokens));
+  RETURN_IF_ERROR(CheckMemory(**request));
   (*request)->enqueue_time = clock_->Now();
   observer_->OnEnqueued(**request);
   queues_.Push(std::move(*request));
@@ -212,7 +228,7 @@ void Batcher::FormerLoop() {
       WaitForFormerWork();
       const absl::Time now = clock_->Now();
       DropUnrunnable(now, &dropped);
-      if (BatchDue(now)) FormBatch(now);
+      if (BatchDue(now)) FormBatch(now, &dropped);
       done = draining_ && queues_.empty();
       former_done_ = done;
     }
@@ -272,11 +288,23 @@ bool Batcher::BatchDue(absl::Time now) const {
 }
 
 // Packs the next batch into ready_, within what the memory budget has left;
-// with no room for its leader, forms nothing and waits for a release.
-void Batcher::FormBatch(absl::Time now) {
+// with no room for its leader, forms nothing and waits for a release. A
+// leader that no release can make room for (a reload took the room it was
+// admitted with) is refused into `dropped` instead, and the next one looked
+// at.
+void Batcher::FormBatch(absl::Time now, std::vector<Dropped>* dropped) {
   MemoryBudget* budget = options_.memory_budget;
   if (budget == nullptr) {
     ready_.push_back(PackBatch(policy_, now, &queues_, &high_led_in_a_row_));
+    return;
+  }
+  const Priority leader =
+      ChooseLeader(queues_, policy_, now, high_led_in_a_row_);
+  RequestQueues::Queue::const_iterator first = queues_.queue(leader).begin();
+  absl::Status fits = CheckMemory(**first);
+  if (!fits.ok()) {
+    dropped->push_back({queues_.Take(leader, &first), std::move(fits)});
+    former_wake_ = true;
     return;
   }
   Batch batch;

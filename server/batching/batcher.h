@@ -51,9 +51,14 @@
 // not, no batch is formed and nothing overtakes it until enough is released
 // (so a stream of small requests cannot starve a large one; while it waits,
 // the requests behind it wait too). The rest of the batch is first fit
-// within the room left. A request that could never fit (its bytes plus the
-// overhead above the budget's batch capacity) is refused at once with
-// RESOURCE_EXHAUSTED naming the budget and the estimate; the others wait in
+// within the room left. A request that does not fit alone (its bytes plus
+// the overhead above the budget's batch capacity, which only weights
+// change) is refused with RESOURCE_EXHAUSTED naming the budget and the
+// estimate: at Enqueue, or as a leader when a model reload has shrunk the
+// capacity since it was queued (so it never waits for room that no batch
+// will release). The status carries a retry hint when the weights of
+// retired revisions, freed once their calls finish, would make room
+// (MemoryBudget::retiring_bytes), and none otherwise. The others wait in
 // the queue, within their deadlines (DEADLINE_EXCEEDED when the budget
 // never frees in time).
 //
@@ -167,7 +172,9 @@ class Batcher {
   //   INVALID_ARGUMENT   num_tokens < 1, or larger than the limits allow;
   //   CANCELLED          its flag was already set;
   //   DEADLINE_EXCEEDED  its deadline had already passed;
-  //   RESOURCE_EXHAUSTED the queue is full (retry hint in the status);
+  //   RESOURCE_EXHAUSTED the queue is full (retry hint in the status), or
+  //                      the request does not fit the memory budget (see
+  //                      Memory);
   //   UNAVAILABLE        Shutdown() has started.
   // So a caller answers its call from the done callback only, and may use
   // the returned status for logs and metrics.
@@ -223,7 +230,8 @@ class Batcher {
 
   // Enqueue() steps.
   absl::Status CheckRequest(const Request& request) const;
-  absl::Status CheckMemory(const Request& request) const;
+  absl::Status CheckMemory(const Request& request) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Admit(std::unique_ptr<Request>* request);
   absl::Status CheckRoom(int64_t num_tokens) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -237,7 +245,8 @@ class Batcher {
   void DropUnrunnable(absl::Time now, std::vector<Dropped>* dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool BatchDue(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FormBatch(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FormBatch(absl::Time now, std::vector<Dropped>* dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnMemoryReleased();
   absl::Time NextBatchTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

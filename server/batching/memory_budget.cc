@@ -34,27 +34,63 @@ int64_t MemoryBudget::resident_bytes() const {
 }
 
 absl::Status MemoryBudget::AddWeights(int64_t bytes) {
-  absl::MutexLock lock(&mu_);
-  const int64_t free_bytes = max_bytes_ - resident_bytes_ - reserved_bytes_;
-  if (bytes > free_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "weights of ", bytes, " bytes do not fit in the memory budget of ",
-        max_bytes_, " bytes (--max_memory_bytes): ", resident_bytes_,
-        " resident, ", reserved_bytes_, " reserved by batches, ", free_bytes,
-        " free"));
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t free_bytes = max_bytes_ - resident_bytes_ - reserved_bytes_;
+    if (bytes > free_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "weights of ", bytes, " bytes do not fit in the memory budget of ",
+          max_bytes_, " bytes (--max_memory_bytes): ", resident_bytes_,
+          " resident, ", reserved_bytes_, " reserved by batches, ",
+          free_bytes, " free"));
+    }
+    resident_bytes_ += bytes;
+    if (on_resident_change_) on_resident_change_(resident_bytes_);
   }
-  resident_bytes_ += bytes;
-  if (on_resident_change_) on_resident_change_(resident_bytes_);
+  NotifyListeners();
   return absl::OkStatus();
 }
 
 void MemoryBudget::RemoveWeights(int64_t bytes) {
   {
     absl::MutexLock lock(&mu_);
+    CHECK_LE(bytes, resident_bytes_ - retiring_bytes_)
+        << "MemoryBudget::RemoveWeights of more than serves";
     resident_bytes_ -= bytes;
     if (on_resident_change_) on_resident_change_(resident_bytes_);
   }
   NotifyListeners();
+}
+
+void MemoryBudget::RetireWeights(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  CHECK_LE(bytes, resident_bytes_ - retiring_bytes_)
+      << "MemoryBudget::RetireWeights of more than serves";
+  retiring_bytes_ += bytes;
+}
+
+void MemoryBudget::UnretireWeights(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  CHECK_LE(bytes, retiring_bytes_)
+      << "MemoryBudget::UnretireWeights of more than was retired";
+  retiring_bytes_ -= bytes;
+}
+
+void MemoryBudget::FreeRetiredWeights(int64_t bytes) {
+  {
+    absl::MutexLock lock(&mu_);
+    CHECK_LE(bytes, retiring_bytes_)
+        << "MemoryBudget::FreeRetiredWeights of more than was retired";
+    retiring_bytes_ -= bytes;
+    resident_bytes_ -= bytes;
+    if (on_resident_change_) on_resident_change_(resident_bytes_);
+  }
+  NotifyListeners();
+}
+
+int64_t MemoryBudget::retiring_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return retiring_bytes_;
 }
 
 int64_t MemoryBudget::reserved_bytes() const {

@@ -75,10 +75,25 @@ class MemoryBudget {
   // freed, beside the revision it replaces until that one is freed.
   // AddWeights is RESOURCE_EXHAUSTED, naming the numbers, when `bytes` do
   // not fit in what is free now (neither resident nor reserved by a
-  // batch); nothing is counted then. RemoveWeights gives `bytes` back and
-  // tells every listener. Batches formed meanwhile have less room.
+  // batch); nothing is counted then. Otherwise batches have less room from
+  // now on, and every listener is told (a request waiting for room may no
+  // longer fit at all). RemoveWeights gives back weights that never served
+  // and tells every listener.
   absl::Status AddWeights(int64_t bytes);
   void RemoveWeights(int64_t bytes);
+  // A revision is being retired (replaced by a revision loading now, or
+  // removed): its `bytes`, still resident, are freed once its last calls
+  // finish, and count as retiring_bytes() until then. UnretireWeights
+  // takes that back when the revision keeps serving after all (its
+  // replacement failed to load); FreeRetiredWeights gives them back to
+  // batches and tells every listener.
+  void RetireWeights(int64_t bytes);
+  void UnretireWeights(int64_t bytes);
+  void FreeRetiredWeights(int64_t bytes);
+  // Resident weights of retired revisions, not yet freed: room that batches
+  // get back without any reload (a request that needs it is told to retry,
+  // not that it can never run).
+  int64_t retiring_bytes() const;
 
   // Runs `listener` after every Release() until RemoveListener(id); the id
   // is returned. RemoveListener waits for a listener that is running.
@@ -94,6 +109,7 @@ class MemoryBudget {
   mutable absl::Mutex mu_;
   int64_t resident_bytes_ ABSL_GUARDED_BY(mu_);
   int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t retiring_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Within resident.
   absl::AnyInvocable<void(int64_t)> on_change_ ABSL_GUARDED_BY(mu_);
   absl::AnyInvocable<void(int64_t)> on_resident_change_ ABSL_GUARDED_BY(mu_);
   // Held while listeners run, so that one is never removed (and its batcher

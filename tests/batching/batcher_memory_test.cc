@@ -190,6 +190,68 @@ TEST_F(BatcherMemoryTest, BatchersSharingTheBudgetWakeEachOther) {
   other.reset();
 }
 
+// Found by an outside audit: a reload's weights took the room a queued
+// leader was admitted with, and it waited for a release that could never
+// make room, holding up every request behind it for good (with a new
+// revision of the same model, a deadlock: the old revision is freed only
+// once its calls are answered). Now it is refused as soon as the weights
+// come, and the requests behind it run.
+TEST_F(BatcherMemoryTest, ALeaderThatAReloadLeftNoRoomForIsRefused) {
+  Start(MemoryOptions());
+  HoldRunning(1, 600);          // 700 held of 1000
+  ASSERT_OK(AddBytes(2, 700));  // needs 800: waits for the release
+  ASSERT_OK(AddBytes(3, 50));
+  clock_.Advance(kDelay);
+  WaitIdle();
+  ASSERT_OK(budget_->AddWeights(300));  // 700 for batches from now on
+  ASSERT_TRUE(log_.WaitFor(2));  // at once, while 1 still runs
+  const absl::Status refused = log_.StatusOf(2);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(),
+              HasSubstr("leaves 700 bytes for batches beside 300 resident"));
+  EXPECT_EQ(RetryAfter(refused), std::nullopt);  // no weights are retiring
+  EXPECT_THAT(std::string(refused.message()),
+              ::testing::EndsWith("it can never run here"));
+  Release();
+  ASSERT_TRUE(log_.WaitFor(3));
+  EXPECT_TRUE(log_.StatusOf(3).ok());
+  EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1), ElementsAre(3)));
+}
+
+// The same while the revision being replaced still holds its weights (the
+// reload's overlap): room comes back once it is freed, so the refusal
+// carries a retry hint, at Enqueue as for a queued leader; it did not wait
+// in the queue for that room, nor was it told it could never run.
+TEST_F(BatcherMemoryTest, ARequestThatNeedsRetiringWeightsIsToldToRetry) {
+  MemoryBudget::Options budget_options;
+  budget_options.max_bytes = kBudgetBytes;
+  budget_options.resident_bytes = 200;  // the revision being replaced
+  budget_ = *MemoryBudget::Create(std::move(budget_options));
+  Start(MemoryOptions());
+  HoldRunning(1, 400);          // 500 held of 800
+  ASSERT_OK(AddBytes(2, 600));  // needs 700: waits for the release
+  clock_.Advance(kDelay);
+  WaitIdle();
+  budget_->RetireWeights(200);
+  ASSERT_OK(budget_->AddWeights(200));  // 600 for batches until it is freed
+  ASSERT_TRUE(log_.WaitFor(2));
+  const absl::Status queued = log_.StatusOf(2);
+  EXPECT_EQ(queued.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(queued.message(),
+              HasSubstr("of which 200 are weights of replaced revisions"));
+  EXPECT_NE(RetryAfter(queued), std::nullopt);
+  const absl::Status arriving = AddBytes(3, 600);
+  EXPECT_EQ(arriving.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(RetryAfter(arriving), std::nullopt);
+  // Freed: the retry fits.
+  budget_->FreeRetiredWeights(200);
+  Release();
+  ASSERT_OK(AddBytes(4, 600));
+  clock_.Advance(kDelay);
+  ASSERT_TRUE(log_.WaitFor(4));
+  EXPECT_TRUE(log_.StatusOf(4).ok());
+}
+
 TEST_F(BatcherMemoryTest, ShutdownAnswersTheRequestsWaitingForMemory) {
   Start(MemoryOptions());
   HoldRunning(1, 600);

@@ -103,6 +103,30 @@ TEST(MemoryBudgetTest, TellsTheResidentBytesAfterWeightsComeAndGo) {
   EXPECT_THAT(resident, ::testing::ElementsAre(500, 350));
 }
 
+// A reload: the replaced revision's weights retire (still resident) beside
+// the new ones, and come back when it is freed; a failed replacement takes
+// the retirement back. Every change of the room for batches is told.
+TEST(MemoryBudgetTest, RetiredWeightsStayResidentUntilFreed) {
+  auto budget = MakeBudget(1000, 300, nullptr);
+  int told = 0;
+  budget->AddListener([&told] { ++told; });
+  budget->RetireWeights(300);
+  EXPECT_EQ(budget->retiring_bytes(), 300);
+  EXPECT_EQ(budget->resident_bytes(), 300);
+  ASSERT_TRUE(budget->AddWeights(250).ok());
+  EXPECT_EQ(told, 1);  // less room: a waiting request may no longer fit
+  EXPECT_EQ(budget->batch_capacity_bytes(), 450);
+  budget->FreeRetiredWeights(300);
+  EXPECT_EQ(told, 2);
+  EXPECT_EQ(budget->retiring_bytes(), 0);
+  EXPECT_EQ(budget->batch_capacity_bytes(), 750);
+
+  budget->RetireWeights(250);
+  budget->UnretireWeights(250);  // its replacement failed: it serves on
+  EXPECT_EQ(budget->retiring_bytes(), 0);
+  EXPECT_EQ(budget->resident_bytes(), 250);
+}
+
 TEST(MemoryBudgetTest, TellsEveryListenerOfEveryRelease) {
   auto budget = MakeBudget(1000, 0, nullptr);
   int first = 0, second = 0;

@@ -7,6 +7,7 @@
 #include "server/model_reloader.h"
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/batching/memory_budget.h"
 #include "server/metrics/metric_names.h"
 #include "server/model/model_fingerprint.h"
 #include "server/model/random_model.h"
@@ -250,6 +252,60 @@ TEST_F(ModelReloaderTest, AFolderRestoredAfterAFailureClearsIt) {
   fs::rename(moved, Path("default"));
   reloader_->Reload(service_.get());
   EXPECT_TRUE(service_->registry().Failures().empty());
+}
+
+// The weights of a revision being replaced or removed count as retiring
+// in the memory budget from the start of the pass until the revision is
+// freed (so that a request needing that room is told to retry, not that
+// it can never run); a failed replacement, and the default model's folder
+// gone, take that back.
+TEST_F(ModelReloaderTest, ARetiredRevisionsWeightsCountAsRetiringUntilFreed) {
+  WriteModel("default", 1);
+  WriteModel("gone", 2);
+  Start();
+  auto bytes_of = [this](const std::string& name) {
+    return Lease(name)->model->description().parameter_count * 4;
+  };
+  const int64_t default_bytes = bytes_of("default");
+  const int64_t gone_bytes = bytes_of("gone");
+  ASSERT_GT(default_bytes, 0);
+  batching::MemoryBudget::Options budget_options;
+  budget_options.max_bytes = int64_t{1} << 30;
+  budget_options.resident_bytes = default_bytes + gone_bytes;  // start-up's
+  auto budget = batching::MemoryBudget::Create(std::move(budget_options));
+  ASSERT_TRUE(budget.ok()) << budget.status();
+  reloader_->set_memory_budget(budget->get());
+
+  {
+    // Calls that still hold the old revisions keep them from being freed.
+    auto old_default = *service_->registry().Find("default");
+    auto old_gone = *service_->registry().Find("gone");
+    WriteModel("default", 3);
+    fs::remove_all(Path("gone"));
+    reloader_->Reload(service_.get());
+    ASSERT_NE(Lease("default"), old_default.get());
+    EXPECT_EQ((*budget)->retiring_bytes(), default_bytes + gone_bytes);
+    EXPECT_EQ((*budget)->resident_bytes(),
+              default_bytes + gone_bytes + bytes_of("default"));
+  }
+  ASSERT_TRUE(service_->registry().WaitUntilFreed(absl::Seconds(30)));
+  EXPECT_EQ((*budget)->retiring_bytes(), 0);
+  EXPECT_EQ((*budget)->resident_bytes(), bytes_of("default"));
+
+  // A replacement that fails to load: the serving revision is not retiring.
+  const int64_t resident = (*budget)->resident_bytes();
+  const std::string weights = Path("default") + "/model.safetensors";
+  fs::resize_file(weights, fs::file_size(weights) / 2);
+  reloader_->Reload(service_.get());
+  EXPECT_THAT(service_->registry().Failures(), ElementsAre(Key("default")));
+  EXPECT_EQ((*budget)->retiring_bytes(), 0);
+  EXPECT_EQ((*budget)->resident_bytes(), resident);
+  // The default model's folder gone: it keeps serving, so not retiring.
+  fs::remove_all(Path("default"));
+  reloader_->Reload(service_.get());
+  EXPECT_NE(Lease("default"), nullptr);
+  EXPECT_EQ((*budget)->retiring_bytes(), 0);
+  reloader_->set_memory_budget(nullptr);  // the budget goes first
 }
 
 TEST_F(ModelReloaderTest, TheDefaultModelsFolderGoneKeepsItServing) {
