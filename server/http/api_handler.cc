@@ -253,7 +253,8 @@ absl::StatusOr<ServiceClient::CallOptions> ApiHandler::CallOptionsOf(
   return call;
 }
 
-void ApiHandler::Handle(const Request& request, Responder undecorated) {
+void ApiHandler::Handle(const Request& request, Responder undecorated,
+                        std::shared_ptr<ClientGone> client_gone) {
   const Route route = RouteOf(request.target());
   Responder respond = Recorded(
       RouteLabel(route, request.target()),
@@ -270,7 +271,7 @@ void ApiHandler::Handle(const Request& request, Responder undecorated) {
   }
   switch (route.kind) {
     case RouteKind::kEmbeddings:
-      return Embeddings(request, std::move(respond));
+      return Embeddings(request, std::move(respond), std::move(client_gone));
     case RouteKind::kModels:
       return Models(request, std::move(respond));
     case RouteKind::kModel:
@@ -278,20 +279,23 @@ void ApiHandler::Handle(const Request& request, Responder undecorated) {
     case RouteKind::kHealth:
       return Health(std::move(respond));
     case RouteKind::kFavor:
-      return FavorMethod(route.method, request, std::move(respond));
+      return FavorMethod(route.method, request, std::move(respond),
+                         std::move(client_gone));
     case RouteKind::kNone:
       break;
   }
   respond(ErrorResponse(Status::not_found, "no such path"));
 }
 
-void ApiHandler::Embeddings(const Request& request, Responder respond) {
+void ApiHandler::Embeddings(const Request& request, Responder respond,
+                            std::shared_ptr<ClientGone> client_gone) {
   absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(request.body());
   absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
   if (!call.ok() || !options.ok()) {
     return respond(
         ErrorResponse(!call.ok() ? call.status() : options.status()));
   }
+  options->client_gone = std::move(client_gone);
   client_.Call(
       "Embed", call->request.SerializeAsString(), *options,
       [base64 = call->base64,
@@ -348,7 +352,8 @@ void ApiHandler::Health(Responder respond) const {
 }
 
 void ApiHandler::FavorMethod(const std::string& method, const Request& request,
-                             Responder respond) {
+                             Responder respond,
+                             std::shared_ptr<ClientGone> client_gone) {
   absl::StatusOr<std::string> binary =
       favor_json_.RequestFromJson(method, request.body());
   absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
@@ -356,6 +361,7 @@ void ApiHandler::FavorMethod(const std::string& method, const Request& request,
     return respond(
         ErrorResponse(!binary.ok() ? binary.status() : options.status()));
   }
+  options->client_gone = std::move(client_gone);
   client_.Call(method, *std::move(binary), *options,
                [this, method, respond = std::move(respond)](
                    ServiceClient::Answer answer) mutable {

@@ -62,19 +62,22 @@ class ApiHandler final : public Handler {
              metrics::Metrics* metrics = nullptr);
 
   std::optional<Response> CheckHeader(const RequestHeader& header) override;
-  void Handle(const Request& request, Responder respond) override;
+  void Handle(const Request& request, Responder respond,
+              std::shared_ptr<ClientGone> client_gone) override;
   Response Refuse(Status status, absl::string_view message) override;
 
   // Implementation details follow.
  private:
-  void Embeddings(const Request& request, Responder respond);
+  // The two that compute: a client gone cancels its service call.
+  void Embeddings(const Request& request, Responder respond,
+                  std::shared_ptr<ClientGone> client_gone);
   void Models(const Request& request, Responder respond);
   // GET /v1/models/{model}: one model, or 404 model_not_found.
   void OneModel(const std::string& model, const Request& request,
                 Responder respond);
   void Health(Responder respond) const;
   void FavorMethod(const std::string& method, const Request& request,
-                   Responder respond);
+                   Responder respond, std::shared_ptr<ClientGone> client_gone);
   // CheckHeader's checks, unrecorded.
   std::optional<Response> Admit(const RequestHeader& header);
   // The deadline and the key a service call carries.

@@ -35,6 +35,7 @@
 #include "boost/beast/http/message.hpp"
 #include "boost/beast/http/status.hpp"
 #include "boost/beast/http/string_body.hpp"
+#include "server/http/client_gone.h"
 #include "server/http/request_body.h"
 
 namespace favor::http {
@@ -70,7 +71,11 @@ class Handler {
   }
 
   // The whole request, which stays valid until `respond` is called.
-  virtual void Handle(const Request& request, Responder respond) = 0;
+  // `client_gone` is signalled if the connection closes before the answer
+  // is written (the client gave up), so that work done only for it can
+  // stop; `respond` must still be called.
+  virtual void Handle(const Request& request, Responder respond,
+                      std::shared_ptr<ClientGone> client_gone) = 0;
 
   // The answer to a request the server refuses by itself (400 malformed,
   // 413 body too large, 431 header too large). Plain text by default.

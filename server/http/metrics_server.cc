@@ -25,8 +25,9 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Create(
   return server;
 }
 
-void MetricsServer::MetricsHandler::Handle(const Request& request,
-                                           Responder respond) {
+void MetricsServer::MetricsHandler::Handle(
+    const Request& request, Responder respond,
+    std::shared_ptr<ClientGone> /*client_gone: answered at once*/) {
   const boost::beast::string_view target = request.target();
   if (target != "/metrics" && !target.starts_with("/metrics?")) {
     respond(MakeResponse(Status::not_found, "text/plain", "not found\n"));

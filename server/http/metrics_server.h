@@ -37,7 +37,8 @@ class MetricsServer {
    public:
     explicit MetricsHandler(const metrics::Metrics* metrics)
         : metrics_(metrics) {}
-    void Handle(const Request& request, Responder respond) override;
+    void Handle(const Request& request, Responder respond,
+                std::shared_ptr<ClientGone> client_gone) override;
 
    private:
     const metrics::Metrics* const metrics_;

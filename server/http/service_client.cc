@@ -59,6 +59,11 @@ void ServiceClient::Call(absl::string_view method, std::string request,
   }
   grpc::Slice slice(std::move(request));
   call->request = grpc::ByteBuffer(&slice, 1);
+  if (options.client_gone != nullptr) {
+    // Holds the call (not the other way round): the session drops its
+    // ClientGone once the answer is written.
+    options.client_gone->Listen([call] { call->context.TryCancel(); });
+  }
   stub_.UnaryCall(&call->context, absl::StrCat("/favor.v1.Favor/", method),
                   grpc::StubOptions(), &call->request, &call->response,
                   [call](grpc::Status status) {

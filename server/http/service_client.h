@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "server/http/client_gone.h"
 
 namespace favor::http {
 
@@ -33,6 +34,10 @@ class ServiceClient {
     // The HTTP Authorization header, passed on as the `authorization`
     // metadata that the service checks; empty: none.
     std::string authorization;
+    // Set: the call is cancelled when it is signalled (the HTTP client
+    // went away), as a gRPC client's cancellation would; it is then
+    // answered CANCELLED unless it was already done.
+    std::shared_ptr<ClientGone> client_gone;
   };
 
   struct Answer {

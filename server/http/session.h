@@ -8,6 +8,15 @@
 // whole request (max_request_read_time), another writing the answer; when
 // one passes the stream closes the socket and the pending operation ends
 // with beast::error::timeout, which ends the session.
+//
+// While the handler works on a request, the session waits for the socket
+// to turn readable: the end of the stream (or a reset) means the client
+// closed the connection without waiting for the answer, and the request's
+// ClientGone is signalled. Bytes that arrive instead (a pipelined request,
+// a TLS record) are left for the next read, and the session stops
+// watching. A client that only shuts its sending side down looks the same
+// as one that left (RFC 9112 9.6: a server cannot tell them apart), as it
+// does to nginx.
 #ifndef FAVOR_SERVER_HTTP_SESSION_H_
 #define FAVOR_SERVER_HTTP_SESSION_H_
 
@@ -19,10 +28,12 @@
 #include <utility>
 
 #include "absl/time/time.h"
+#include "boost/asio/bind_executor.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "boost/beast/ssl.hpp"
+#include "server/http/client_gone.h"
 #include "server/http/server_core.h"
 
 namespace favor::http {
@@ -80,6 +91,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // Answers a request the server refuses itself, then closes.
   void Refuse(beast::error_code error);
   void Dispatch();
+  // Waits for the client to leave while the answer is pending.
+  void WatchForClientGone();
+  void OnReadableWhileAnswering(beast::error_code error);
   void Write(Response response, bool keep_alive);
   void OnWrite(beast::error_code error, bool keep_alive);
   // After a last answer: stops sending and drops what the client still
@@ -99,6 +113,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // The request being answered is a HEAD: handled as a GET, answered
   // without the body (its Content-Length kept), RFC 9110 9.3.2.
   bool head_ = false;
+  // The request being answered's, while the answer is pending.
+  std::shared_ptr<ClientGone> client_gone_;
+  // A wait for the socket to turn readable is outstanding.
+  bool watching_ = false;
   std::array<char, 4096> dropped_;
 };
 
@@ -215,13 +233,56 @@ void Session<Stream>::Dispatch() {
     });
   };
   auto pending = std::make_shared<PendingAnswer>(std::move(deliver));
-  core_->handler->Handle(request_, [pending](Response response) {
-    pending->Answer(std::move(response));
-  });
+  client_gone_ = std::make_shared<ClientGone>();
+  core_->handler->Handle(
+      request_,
+      [pending](Response response) { pending->Answer(std::move(response)); },
+      client_gone_);
+  // Answered at once, the Write is posted behind this: it stops the watch.
+  WatchForClientGone();
+}
+
+template <class Stream>
+void Session<Stream>::WatchForClientGone() {
+  watching_ = true;
+  Tcp().socket().async_wait(
+      boost::asio::ip::tcp::socket::wait_read,
+      boost::asio::bind_executor(
+          stream_.get_executor(),
+          [self = this->shared_from_this()](beast::error_code error) {
+            self->OnReadableWhileAnswering(error);
+          }));
+}
+
+template <class Stream>
+void Session<Stream>::OnReadableWhileAnswering(beast::error_code error) {
+  watching_ = false;
+  // Answered meanwhile (the wait may have ended before Write cancelled it).
+  if (client_gone_ == nullptr) return;
+  if (error == boost::asio::error::operation_aborted) return;
+  if (!error) {
+    // Peeked, not read: a pipelined request stays for ReadHeader.
+    char next = 0;
+    const size_t peeked = Tcp().socket().receive(
+        boost::asio::buffer(&next, 1),
+        boost::asio::ip::tcp::socket::message_peek, error);
+    if (error == boost::asio::error::would_block ||
+        error == boost::asio::error::try_again) {
+      return WatchForClientGone();
+    }
+    if (!error && peeked > 0) return;  // bytes, not the end: stop watching
+  }
+  client_gone_->Signal();
 }
 
 template <class Stream>
 void Session<Stream>::Write(Response response, bool keep_alive) {
+  client_gone_.reset();
+  if (watching_) {
+    // Ends the wait (operation_aborted); nothing else is pending.
+    beast::error_code ignored;
+    Tcp().socket().cancel(ignored);
+  }
   response_ = std::move(response);
   response_.version(11);
   keep_alive = keep_alive && !core_->stopped.load();

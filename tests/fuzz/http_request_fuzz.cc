@@ -199,10 +199,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Slot()->Set(std::move(answer));
   absl::Notification answered;
-  handler->Handle(request, [&answered](fh::Response response) {
-    CheckResponse(response);
-    answered.Notify();
-  });
+  handler->Handle(
+      request,
+      [&answered](fh::Response response) {
+        CheckResponse(response);
+        answered.Notify();
+      },
+      std::make_shared<fh::ClientGone>());
   // An answer that never comes would hang a connection: a bug.
   Require(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
   return 0;

@@ -185,7 +185,8 @@ TEST_F(ApiTlsTest, MutualTlsNeedsAClientCertificate) {
 
 TEST(HttpServerTlsOptionsTest, BadFilesAreInvalidArgument) {
   class Nothing : public Handler {
-    void Handle(const Request&, Responder respond) override {
+    void Handle(const Request&, Responder respond,
+                std::shared_ptr<ClientGone>) override {
       respond(MakeResponse(Status::ok, "text/plain", ""));
     }
   } handler;
