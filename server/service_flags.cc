@@ -53,6 +53,11 @@ ABSL_FLAG(int64_t, max_stream_messages_in_flight,
           kService.max_stream_messages_in_flight,
           "EmbedStream messages read but not yet answered, per stream; the "
           "server stops reading a stream at this many");
+ABSL_FLAG(int64_t, max_stream_answer_bytes_in_flight,
+          kService.max_stream_answer_bytes_in_flight,
+          "bytes that the answers of one EmbedStream's messages read and not "
+          "yet written may take (each counted at its bound until computed); "
+          "the server stops reading the stream at this many");
 ABSL_FLAG(int64_t, max_attend_queue_requests,
           kService.attend_batching.max_queue_requests,
           "most Attend calls queued; beyond: RESOURCE_EXHAUSTED");
@@ -78,6 +83,8 @@ absl::Status CheckServiceFlagRanges() {
       {"max_queued_tokenizations", absl::GetFlag(FLAGS_max_queued_tokenizations), 1},
       {"max_stream_messages_in_flight",
        absl::GetFlag(FLAGS_max_stream_messages_in_flight), 1},
+      {"max_stream_answer_bytes_in_flight",
+       absl::GetFlag(FLAGS_max_stream_answer_bytes_in_flight), 1},
       {"max_attend_queue_requests", absl::GetFlag(FLAGS_max_attend_queue_requests), 1},
       {"max_attend_tensor_elements",
        absl::GetFlag(FLAGS_max_attend_tensor_elements), 1},
@@ -98,6 +105,8 @@ service::FavorService::Options ServiceOptionsFromFlags(
       absl::GetFlag(FLAGS_max_queued_tokenizations);
   options.max_stream_messages_in_flight =
       absl::GetFlag(FLAGS_max_stream_messages_in_flight);
+  options.max_stream_answer_bytes_in_flight =
+      absl::GetFlag(FLAGS_max_stream_answer_bytes_in_flight);
   batching::Batcher::Options& batching = options.embed_batching;
   batching.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   batching.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);

@@ -34,15 +34,17 @@ struct EmbedStreamCall::Message {
       std::make_shared<batching::CancellationFlag>();
   absl::Time start = absl::Now();
   std::string model;  // The metrics label, once the model is known.
+  // The answer's bound until it is answered, then its size (backpressure).
+  int64_t answer_bytes = 0;
 };
 
 EmbedStreamCall* EmbedStreamCall::Start(grpc::CallbackServerContext* context,
                                         Service* service,
                                         metrics::Metrics* metrics,
-                                        int64_t max_messages_in_flight,
+                                        const StreamLimits& limits,
                                         OpenCalls* open_calls) {
-  std::shared_ptr<EmbedStreamCall> call(new EmbedStreamCall(
-      context, service, metrics, max_messages_in_flight, open_calls));
+  std::shared_ptr<EmbedStreamCall> call(
+      new EmbedStreamCall(context, service, metrics, limits, open_calls));
   if (!open_calls->Begin(call)) return nullptr;
   call->self_ = call;
   call->StartRead(&call->request_);
@@ -51,12 +53,12 @@ EmbedStreamCall* EmbedStreamCall::Start(grpc::CallbackServerContext* context,
 
 EmbedStreamCall::EmbedStreamCall(grpc::CallbackServerContext* context,
                                  Service* service, metrics::Metrics* metrics,
-                                 int64_t max_messages_in_flight,
+                                 const StreamLimits& limits,
                                  OpenCalls* open_calls)
     : context_(context),
       service_(service),
       metrics_(metrics),
-      max_messages_in_flight_(max_messages_in_flight),
+      limits_(limits),
       open_calls_(open_calls),
       in_flight_(metrics->TrackInFlight(metrics::kMethodEmbedStream)) {}
 
@@ -66,8 +68,7 @@ void EmbedStreamCall::OnReadDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     action = Transition(!ok ? StreamEvent::kReadFailed
-                        : InFlight() < max_messages_in_flight_
-                            ? StreamEvent::kReadWithRoom
+                        : HasRoom() ? StreamEvent::kReadWithRoom
                             : StreamEvent::kReadAtLimit);
   }
   Perform(action);
@@ -170,9 +171,11 @@ absl::Status EmbedStreamCall::Start(const v1::EmbedStreamRequest& in,
         deadline, message->start + absl::Microseconds(in.timeout_micros()));
   }
   auto on_model = [this, message](absl::string_view model,
-                                  std::weak_ptr<batching::Batcher> batcher) {
+                                  std::weak_ptr<batching::Batcher> batcher,
+                                  int64_t answer_bytes_bound) {
     message->model = std::string(model);
     absl::MutexLock lock(&mu_);
+    message->answer_bytes = answer_bytes_bound;
     // Drop the batchers of revisions freed since (a long stream across
     // many reloads keeps a bounded map).
     for (auto it = batchers_.begin(); it != batchers_.end();) {
@@ -194,9 +197,12 @@ void EmbedStreamCall::Complete(Message* message, const absl::Status& status) {
   metrics_->RecordRequest(message->model, metrics::kMethodEmbedStream,
                           status.code(), absl::Now() - message->start);
   if (!status.ok()) SetError(status, &message->out);
+  const int64_t answer_bytes =
+      static_cast<int64_t>(message->out.ByteSizeLong());
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(message);
+    message->answer_bytes = answer_bytes;
     to_write_.push_back(std::move(it->second));
     active_.erase(it);
   }
@@ -223,13 +229,27 @@ int64_t EmbedStreamCall::InFlight() const {
          (writing_ != nullptr ? 1 : 0);
 }
 
+// Their answers' bytes (bounds for the active ones); summed afresh, over at
+// most max_messages_in_flight messages, rather than kept in step.
+int64_t EmbedStreamCall::AnswerBytesInFlight() const {
+  int64_t bytes = writing_ != nullptr ? writing_->answer_bytes : 0;
+  for (const auto& [message, owned] : active_) bytes += message->answer_bytes;
+  for (const auto& message : to_write_) bytes += message->answer_bytes;
+  return bytes;
+}
+
+bool EmbedStreamCall::HasRoom() const {
+  return InFlight() < limits_.max_messages_in_flight &&
+         AnswerBytesInFlight() < limits_.max_answer_bytes_in_flight;
+}
+
 // Resumes reading, starts the next write or finishes the stream, when due.
 // Decisions are taken under the lock; gRPC calls are made outside it.
 void EmbedStreamCall::Act() {
   StreamAction resume = StreamAction::kNone;
   {
     absl::MutexLock lock(&mu_);
-    if (InFlight() < max_messages_in_flight_) {
+    if (HasRoom()) {
       resume = Transition(StreamEvent::kRoom);
     }
   }

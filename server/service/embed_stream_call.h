@@ -7,8 +7,12 @@
 // either the response or an error Status; a failed message does not end the
 // stream. One write is in flight at a time; finished answers wait in a
 // queue. Reading stops while max_messages_in_flight messages are read and
-// not yet written (backpressure), so a client that sends faster than it
-// reads cannot make the server buffer without bound. The stream finishes
+// not yet written, or while their answers may take max_answer_bytes_in_flight
+// bytes or more (backpressure: each message counts its answer's bound,
+// AnswerBytesBound, until it is answered, then the answer's size until it
+// is written), so a client that sends faster than it reads cannot make the
+// server buffer without bound: a stream holds at most that many bytes of
+// answers plus one message's. The stream finishes
 // (OK) once the client has closed its side and every message is answered;
 // on cancellation the queued work is dropped, computed answers are
 // discarded, and it finishes CANCELLED once every message has completed (the
@@ -47,6 +51,12 @@
 
 namespace favor::service {
 
+// Backpressure (see the class comment), both at least 1.
+struct StreamLimits {
+  int64_t max_messages_in_flight = 256;
+  int64_t max_answer_bytes_in_flight = int64_t{64} << 20;
+};
+
 class EmbedStreamCall final
     : public grpc::ServerBidiReactor<v1::EmbedStreamRequest,
                                      v1::EmbedStreamResponse>,
@@ -59,8 +69,11 @@ class EmbedStreamCall final
     // Called with the model a call resolved to and the batcher its inputs
     // go to, before any input is enqueued. Keep the batcher weakly: a
     // reload frees it once the calls that hold its revision are answered.
+    // `answer_bytes_bound` bounds the size of the call's answer
+    // (AnswerBytesBound, embed_validation.h).
     using OnModel = absl::FunctionRef<void(
-        absl::string_view model, std::weak_ptr<batching::Batcher> batcher)>;
+        absl::string_view model, std::weak_ptr<batching::Batcher> batcher,
+        int64_t answer_bytes_bound)>;
 
     virtual ~Service() = default;
 
@@ -91,7 +104,7 @@ class EmbedStreamCall final
   // with it (OnDone) and no StopStreams() holds it.
   static EmbedStreamCall* Start(grpc::CallbackServerContext* context,
                                 Service* service, metrics::Metrics* metrics,
-                                int64_t max_messages_in_flight,
+                                const StreamLimits& limits,
                                 OpenCalls* open_calls);
 
   void OnReadDone(bool ok) override;
@@ -105,7 +118,7 @@ class EmbedStreamCall final
   struct Message;
 
   EmbedStreamCall(grpc::CallbackServerContext* context, Service* service,
-                  metrics::Metrics* metrics, int64_t max_messages_in_flight,
+                  metrics::Metrics* metrics, const StreamLimits& limits,
                   OpenCalls* open_calls);
 
   // Applies `event` to state_ and returns what to do about it.
@@ -117,6 +130,9 @@ class EmbedStreamCall final
   void Complete(Message* message, const absl::Status& status);
   void Cancel();
   int64_t InFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t AnswerBytesInFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Below both limits: the next message may be read.
+  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Act();
   StreamAction TakeWriteOrFinish(const v1::EmbedStreamResponse** write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -124,7 +140,7 @@ class EmbedStreamCall final
   grpc::CallbackServerContext* const context_;
   Service* const service_;
   metrics::Metrics* const metrics_;
-  const int64_t max_messages_in_flight_;
+  const StreamLimits limits_;
   OpenCalls* const open_calls_;
   // The reactor's own reference, from Start() to OnDone: OpenCalls holds it
   // weakly, and pins it while it stops it.

@@ -1,5 +1,6 @@
 #include "server/service/embed_validation.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/status/status.h"
@@ -306,6 +307,60 @@ absl::Status CheckEmbedStreamMessage(const v1::EmbedStreamRequest& message) {
         "timeout_micros is ", message.timeout_micros(), "; must be >= 0"));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Bounds of what the wire format adds around values: a field's tag and
+// length, an int64 field, a message's own fields (model names, timing).
+constexpr int64_t kFieldBytes = 16;
+constexpr int64_t kInputBytes = 8 * kFieldBytes;
+constexpr int64_t kResponseBytes = 64 * kFieldBytes;
+
+int64_t DtypeBytes(v1::Dtype dtype) {
+  return dtype == v1::DTYPE_FLOAT16 || dtype == v1::DTYPE_BFLOAT16 ? 2 : 4;
+}
+
+// At most the ids given, or the text's bytes plus the special tokens that
+// frame a sequence; TRUNCATION_LEFT and _RIGHT keep at most a sequence.
+int64_t TokensBound(const v1::EmbedInput& input,
+                    const ResolvedEmbedOptions& options,
+                    const EmbedLimits& limits) {
+  constexpr int64_t kSpecialTokens = 4;
+  const int64_t tokens =
+      input.token_ids_size() > 0
+          ? input.token_ids_size()
+          : static_cast<int64_t>(input.text().size()) + kSpecialTokens;
+  const bool cut = options.truncation == v1::TRUNCATION_LEFT ||
+                   options.truncation == v1::TRUNCATION_RIGHT;
+  return cut ? std::min(tokens, limits.max_tokens_per_input) : tokens;
+}
+
+}  // namespace
+
+int64_t AnswerBytesBound(const v1::EmbedRequest& request,
+                         const model::ModelDescription& model,
+                         const ResolvedEmbedOptions& options,
+                         const EmbedLimits& limits) {
+  const int64_t dim = model.embedding_dim;
+  const int64_t vector_values =
+      options.dimensions > 0 ? std::min(options.dimensions, dim) : dim;
+  const int64_t vector_bytes = vector_values * 4 + kFieldBytes;
+  int64_t bytes = kResponseBytes + static_cast<int64_t>(
+                                       request.model().size());
+  for (const v1::EmbedInput& input : request.inputs()) {
+    bytes += kInputBytes;
+    if (options.pooling != model::Pooling::kNone) bytes += vector_bytes;
+    bytes += input.spans_size() * (vector_bytes + kFieldBytes);
+    if (options.include_token_embeddings) {
+      const int64_t rows = model.vectors_per_sequence > 0
+                               ? model.vectors_per_sequence
+                               : TokensBound(input, options, limits);
+      bytes += rows * dim * DtypeBytes(options.token_embeddings_dtype) +
+               kFieldBytes;
+    }
+  }
+  return bytes;
 }
 
 }  // namespace favor::service

@@ -74,6 +74,18 @@ absl::Status CheckTokenizeRequest(const v1::TokenizeRequest& request,
                                   const model::ModelDescription& model,
                                   const EmbedLimits& limits);
 
+// An upper bound of the wire size of `request`'s EmbedResponse, from what
+// is known before tokenising (a text has at most as many tokens as bytes,
+// plus its special tokens): per input its vectors (pooled, spans) and token
+// embeddings, of `model`'s embedding_dim (or options.dimensions) values at
+// their dtype's width, and each message's own fields. Counted by
+// EmbedStream's backpressure until the answer is computed. `request` has
+// passed CheckEmbedRequest with `options`.
+int64_t AnswerBytesBound(const v1::EmbedRequest& request,
+                         const model::ModelDescription& model,
+                         const ResolvedEmbedOptions& options,
+                         const EmbedLimits& limits);
+
 // Whether any input of `request` is text.
 bool HasText(const v1::EmbedRequest& request);
 

@@ -154,7 +154,8 @@ grpc::ServerUnaryReactor* FavorService::Embed(
     v1::EmbedResponse* response) {
   return StartUnary(context, metrics::kMethodEmbed, [&](UnaryCall* call) {
     auto on_model = [call](absl::string_view model,
-                           std::weak_ptr<batching::Batcher> batcher) {
+                           std::weak_ptr<batching::Batcher> batcher,
+                           int64_t /*answer_bytes_bound*/) {
       call->set_model(model);
       call->WatchBatcher(std::move(batcher));
     };
@@ -176,14 +177,16 @@ absl::Status FavorService::StartEmbed(
   RETURN_IF_ERROR(CheckEmbedRequest(request, model, prepared.options,
                                     prepared.entry->limits));
   prepared.priority = PriorityOf(request.priority());
+  const int64_t answer_bytes_bound = AnswerBytesBound(
+      request, model, prepared.options, prepared.entry->limits);
   if (!HasText(request)) {
     RETURN_IF_ERROR(PrepareEmbed(request, &prepared, response));
-    on_model(model.name, BatcherOf(prepared.entry));
+    on_model(model.name, BatcherOf(prepared.entry), answer_bytes_bound);
     EnqueueEmbed(std::move(prepared), deadline, std::move(cancellation),
                  std::move(done), response);
     return absl::OkStatus();
   }
-  on_model(model.name, BatcherOf(prepared.entry));
+  on_model(model.name, BatcherOf(prepared.entry), answer_bytes_bound);
   // The task owns a copy: a stream's request is its read buffer, reused as
   // soon as this returns.
   auto task = [this, owned = std::make_shared<v1::EmbedRequest>(request),
@@ -436,9 +439,12 @@ FavorService::EmbedStream(grpc::CallbackServerContext* context) {
   const absl::Status status =
       AuthenticateCall(*context, options_.bearer_tokens);
   if (!status.ok()) return DeniedEmbedStream(status);
-  EmbedStreamCall* call = EmbedStreamCall::Start(
-      context, this, metrics_, options_.max_stream_messages_in_flight,
-      &open_calls_);
+  StreamLimits limits;
+  limits.max_messages_in_flight = options_.max_stream_messages_in_flight;
+  limits.max_answer_bytes_in_flight =
+      options_.max_stream_answer_bytes_in_flight;
+  EmbedStreamCall* call =
+      EmbedStreamCall::Start(context, this, metrics_, limits, &open_calls_);
   if (call == nullptr) return DeniedEmbedStream(ShuttingDownError());
   return call;
 }

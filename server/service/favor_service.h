@@ -100,6 +100,12 @@ class FavorService final : public v1::Favor::CallbackService,
     // that sends faster than it reads cannot make the server buffer without
     // bound.
     int64_t max_stream_messages_in_flight = 256;
+    // The same in bytes: the server stops reading a stream while the
+    // answers of its messages read and not yet written may take this many
+    // bytes (each counted at its bound until computed: AnswerBytesBound),
+    // so a client that does not read its answers holds at most this much
+    // (and one answer more) in the server.
+    int64_t max_stream_answer_bytes_in_flight = int64_t{64} << 20;
     // Options of every model's Batcher (model_name and
     // batch_memory_overhead_bytes are set per model). With a memory_budget,
     // each input is counted by the model's estimate (memory_estimate.h); the

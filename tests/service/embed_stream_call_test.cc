@@ -9,8 +9,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/service/embed_validation.h"
 #include "tests/service/fake_service_fixture.h"
 
 namespace favor::service {
@@ -125,6 +127,101 @@ TEST_F(FakeServiceTest, EmbedStreamBackpressureLosesNothing) {
   writer.join();
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_EQ(ids.size(), static_cast<size_t>(kMessages));
+}
+
+// Found by an outside audit: a client that sent large requests (token
+// embeddings) and did not read made the server hold 256 answers per stream,
+// twice the memory budget. Reading now also stops at
+// max_stream_answer_bytes_in_flight: at 1 byte, one message at a time.
+TEST_F(FakeServiceTest, EmbedStreamStopsReadingAtTheAnswerBytesLimit) {
+  FavorService::Options options;
+  options.max_stream_answer_bytes_in_flight = 1;
+  options.embed_batching.max_batch_requests = 1;
+  Start(options);
+  model_.Hold();
+  grpc::ClientContext context;
+  auto stream = server_->stub().EmbedStream(&context);
+  constexpr int kMessages = 5;
+  for (int i = 0; i < kMessages; ++i) {
+    v1::EmbedStreamRequest message;
+    message.set_request_id(absl::StrCat(i));
+    *message.mutable_request() = EmbedOf({{static_cast<uint32_t>(i + 1)}});
+    ASSERT_TRUE(stream->Write(message));
+  }
+  model_.WaitForCalls(1);
+  absl::SleepFor(absl::Milliseconds(300));
+  auto lease = server_->service().registry().Find("fake");
+  ASSERT_TRUE(lease.ok());
+  // One message computing, none read behind it (with the messages' limit
+  // alone: one formed batch and three queued).
+  EXPECT_EQ((*lease)->batcher->NumQueuedRequests(), 0);
+  model_.Release();
+  stream->WritesDone();
+  std::set<std::string> ids;
+  v1::EmbedStreamResponse answer;
+  while (stream->Read(&answer)) {
+    ASSERT_TRUE(answer.has_response()) << answer.error().message();
+    ids.insert(answer.request_id());
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kMessages));
+}
+
+// AnswerBytesBound (embed_validation.h) against the answers' real sizes:
+// never below, and for token ids within a small factor.
+TEST_F(FakeServiceTest, AnswerBytesBoundTheRealAnswers) {
+  Start();
+  const model::ModelDescription& model = model_.description();
+  const EmbedLimits limits = LimitsFor(model, EmbedLimits());
+  std::vector<v1::EmbedRequest> requests;
+  requests.push_back(EmbedOf({{1, 2, 3}, {4}}));
+  v1::EmbedRequest tokens = EmbedOf({{1, 2, 3, 4, 5, 6, 7, 8}, {9, 10}});
+  tokens.set_include_token_embeddings(true);
+  requests.push_back(tokens);
+  tokens.set_token_embeddings_dtype(v1::DTYPE_FLOAT16);
+  requests.push_back(tokens);
+  v1::EmbedRequest spans = EmbedOf({{1, 2, 3, 4, 5, 6}});
+  v1::Span* span = spans.mutable_inputs(0)->add_spans();
+  span->set_begin(1);
+  span->set_end(4);
+  requests.push_back(spans);
+  v1::EmbedRequest cut = EmbedOf({{1, 2, 3}});
+  cut.set_dimensions(2);
+  requests.push_back(cut);
+  for (const v1::EmbedRequest& request : requests) {
+    auto options = ResolveEmbedOptions(request, model, limits);
+    ASSERT_TRUE(options.ok()) << options.status();
+    const int64_t bound = AnswerBytesBound(request, model, *options, limits);
+    v1::EmbedResponse response;
+    ASSERT_TRUE(CallEmbed(server_->stub(), request, &response).ok())
+        << request.DebugString();
+    const int64_t actual = static_cast<int64_t>(response.ByteSizeLong());
+    EXPECT_GE(bound, actual) << request.DebugString();
+    EXPECT_LE(bound, 4 * actual + 2048) << request.DebugString();
+  }
+  // What token embeddings add (the answer's bulk), at each width: at least
+  // what they add to the real answer, at most a field's bytes more.
+  std::vector<uint32_t> ids(64);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint32_t>(i);
+  const v1::EmbedRequest pooled = EmbedOf({ids});
+  for (v1::Dtype dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16}) {
+    v1::EmbedRequest with_tokens = pooled;
+    with_tokens.set_include_token_embeddings(true);
+    with_tokens.set_token_embeddings_dtype(dtype);
+    int64_t bound[2], actual[2];
+    int i = 0;
+    for (const v1::EmbedRequest* request :
+         std::vector<const v1::EmbedRequest*>{&pooled, &with_tokens}) {
+      auto options = ResolveEmbedOptions(*request, model, limits);
+      ASSERT_TRUE(options.ok()) << options.status();
+      bound[i] = AnswerBytesBound(*request, model, *options, limits);
+      v1::EmbedResponse response;
+      ASSERT_TRUE(CallEmbed(server_->stub(), *request, &response).ok());
+      actual[i++] = static_cast<int64_t>(response.ByteSizeLong());
+    }
+    EXPECT_GE(bound[1] - bound[0], actual[1] - actual[0]) << dtype;
+    EXPECT_LE(bound[1] - bound[0], actual[1] - actual[0] + 64) << dtype;
+  }
 }
 
 TEST_F(FakeServiceTest, CancelledStreamDropsItsQueuedWork) {
