@@ -108,6 +108,10 @@ inline constexpr absl::string_view kMethodTokenize = "Tokenize";
 inline constexpr absl::string_view kMethods[] = {
     kMethodEmbed,      kMethodEmbedStream, kMethodAttend,
     kMethodListModels, kMethodGetModel,    kMethodTokenize};
+// The methods that use no model: their calls are counted under kNoModel,
+// so their OK series at zero are kNoModel's, not the served models'.
+inline constexpr absl::string_view kModelFreeMethods[] = {kMethodAttend,
+                                                          kMethodListModels};
 
 // The HTTP routes, as `route` values; anything else is "(other)". HTTP
 // `code` values are the status numbers of kHttpCodes, others "(other)".

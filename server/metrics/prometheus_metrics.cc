@@ -4,6 +4,7 @@
 #include <exception>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/memory/memory.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -225,6 +226,7 @@ absl::Status PrometheusMetrics::BuildModelSeries(const Options& options) {
   }
   no_model_ = models_.at(Text(kNoModel)).get();
   other_model_ = models_.at(Text(kOtherLabelValue)).get();
+  RETURN_IF_ERROR(AddOkSeries(*no_model_, /*model_free=*/true));
   for (const std::string& model : options.models) {
     RETURN_IF_ERROR(AddModelSeries(model));
   }
@@ -235,15 +237,26 @@ absl::Status PrometheusMetrics::AddModelSeries(const std::string& model) {
   if (models_.contains(model)) return absl::OkStatus();
   ModelSeries& series = *models_.emplace(model, NewModelSeries(model))
                              .first->second;
-  // The OK series of every served model and method exist from the start, at
-  // zero: rate() and increase() need a series' earlier sample, so a series
-  // born with its first call never counts that call.
+  return AddOkSeries(series, /*model_free=*/false);
+}
+
+// The OK series of every served model and method exist from the start, at
+// zero: rate() and increase() need a series' earlier sample, so a series
+// born with its first call never counts that call. A model's are those of
+// the methods that use a model; "(none)"'s those of the others (found by
+// an outside audit: Attend's and ListModels' zero series were the
+// models', which no call ever counts in).
+absl::Status PrometheusMetrics::AddOkSeries(ModelSeries& series,
+                                            bool model_free) {
   const int ok = CodeIndex(absl::StatusCode::kOk);
   for (size_t method = 0; method + 1 < method_names_.size(); ++method) {
+    const bool method_is_model_free = absl::c_linear_search(
+        kModelFreeMethods, absl::string_view(method_names_[method]));
+    if (method_is_model_free != model_free) continue;
     if (RequestSeriesOf(series, static_cast<int>(method), ok) == nullptr) {
-      return absl::InternalError(
-          absl::StrCat("metrics: cannot create the OK series of model '",
-                       model, "' and method '", method_names_[method], "'"));
+      return absl::InternalError(absl::StrCat(
+          "metrics: cannot create the OK series of model '", series.label,
+          "' and method '", method_names_[method], "'"));
     }
   }
   return absl::OkStatus();

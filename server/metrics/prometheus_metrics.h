@@ -76,10 +76,14 @@ class PrometheusMetrics final : public Metrics {
   void BuildFamilies();
   absl::Status BuildModelSeries(const Options& options);
   std::unique_ptr<ModelSeries> NewModelSeries(const std::string& label);
-  // Adds `model`'s series, with its OK series of every method at zero,
-  // unless it has them. May throw what prometheus-cpp throws.
+  // Adds `model`'s series, with its OK series of every method that uses a
+  // model at zero, unless it has them. May throw what prometheus-cpp
+  // throws.
   absl::Status AddModelSeries(const std::string& model)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(models_mutex_);
+  // The OK series at zero of the methods that use a model, or (with
+  // `model_free`) of the others (kModelFreeMethods).
+  absl::Status AddOkSeries(ModelSeries& series, bool model_free);
   absl::Status StartHttp(const Options& options);
   ModelSeries& SeriesOf(absl::string_view model) const;
   int MethodIndex(absl::string_view method) const;

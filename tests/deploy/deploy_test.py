@@ -647,6 +647,23 @@ def test_k8s(repo):
     check(container["resources"]["limits"].get("nvidia.com/gpu") == 1,
           "the GPU variant does not ask for a GPU")
     check(container["image"] == "localhost/favor:gpu", "the GPU image: %s" % container["image"])
+    # The documented way to set the CPU image (kustomize edit set image in
+    # base) must not reach the GPU variant, which has its own image (found by
+    # an outside audit: it did, and GPU pods ran the CPU image).
+    with tempfile.TemporaryDirectory() as scratch:
+        copy_root = os.path.join(scratch, "k8s")
+        shutil.copytree(os.path.join(repo, *K8S_DIR), copy_root)
+        base_kustomization = os.path.join(copy_root, "base", "kustomization.yaml")
+        edited = load_yaml(base_kustomization)
+        edited["images"] = [{"name": "localhost/favor", "newName": "registry.example/favor",
+                             "newTag": "1.0"}]
+        with open(base_kustomization, "w") as f:
+            yaml.safe_dump(edited, f)
+        images = {o["kind"]: pod_containers(o)[0]["image"]
+                  for o in load_kustomization(os.path.join(copy_root, "gpu"))
+                  if o["kind"] == "Deployment"}
+        check(images == {"Deployment": "localhost/favor:gpu"},
+              "the base's image setting reaches the GPU variant: %s" % images)
     for what, mutate in MUTATIONS:
         broken = copy.deepcopy(variants["base"])
         mutate(broken)

@@ -192,11 +192,13 @@ TEST(MetricsTest, UnregisteredNamesShareOneLabelValue) {
   metrics->RecordRequest("", "Attend", absl::StatusCode::kOk,
                          absl::Milliseconds(1));
   const std::string text = metrics->SerializeText();
-  // The two above, and the OK series of the served models (at zero).
-  const int served_ok_series =
-      2 * static_cast<int>(Metrics::DefaultMethods().size());
+  // The first above, and the OK series at zero: those of the two served
+  // models' methods that use a model, and "(none)"'s of the others (the
+  // Attend call above counted in one of them).
+  const int methods = static_cast<int>(Metrics::DefaultMethods().size());
+  const int model_free = static_cast<int>(std::size(kModelFreeMethods));
   EXPECT_EQ(scrape::CountSamples(text, Name(kRequestsTotal)),
-            2 + served_ok_series);
+            1 + 2 * (methods - model_free) + model_free);
   EXPECT_THAT(
       FindSample(
           text, Name(kRequestsTotal),
@@ -208,25 +210,33 @@ TEST(MetricsTest, UnregisteredNamesShareOneLabelValue) {
       Optional(1.0));
 }
 
-// Before any call, the only request series are the OK ones of the served
-// models, at zero (so that rate() counts the first call); the other codes,
-// "(none)" and "(other)" appear only once their combination occurs.
+// Before any call, the only request series are the OK ones, at zero (so
+// that rate() counts the first call): the served models' for the methods
+// that use a model, "(none)"'s for Attend and ListModels, whose calls are
+// counted there (found by an outside audit: their zero series were the
+// models', which no call counts in). The other codes and "(other)" appear
+// only once their combination occurs.
 TEST(MetricsTest, OnlyOkSeriesOfServedModelsBeforeTheFirstRequest) {
   std::unique_ptr<Metrics> metrics = CreateOrDie(OfflineOptions());
   ASSERT_NE(metrics, nullptr);
   const std::string text = metrics->SerializeText();
   const std::vector<std::string> methods = Metrics::DefaultMethods();
   EXPECT_EQ(scrape::CountSamples(text, Name(kRequestsTotal)),
-            2 * static_cast<int>(methods.size()));
-  for (const std::string model : {"bert", "perceiver"}) {
+            2 * (static_cast<int>(methods.size()) - 2) + 2);
+  for (const std::string model : {"bert", "perceiver", "(none)"}) {
     for (const std::string& method : methods) {
+      const bool model_free = method == "Attend" || method == "ListModels";
       const LabelSet labels{
           {"model", model}, {"method", method}, {"code", "OK"}};
-      EXPECT_THAT(FindSample(text, Name(kRequestsTotal), labels),
-                  Optional(0.0));
-      EXPECT_THAT(
+      const std::optional<double> expected =
+          model_free == (model == "(none)") ? std::optional<double>(0.0)
+                                            : std::nullopt;
+      EXPECT_EQ(FindSample(text, Name(kRequestsTotal), labels), expected)
+          << model << " " << method;
+      EXPECT_EQ(
           FindSample(text, Suffixed(kRequestDurationSeconds, "_count"), labels),
-          Optional(0.0));
+          expected)
+          << model << " " << method;
     }
   }
   EXPECT_THAT(FindSample(text, Name(kQueueDepth), {{"model", "perceiver"}}),
@@ -259,7 +269,7 @@ TEST(MetricsTest, ModelLoadedAfterStartUpGetsItsOwnSeries) {
   ASSERT_NE(metrics, nullptr);
   metrics->SetModelInfo({"late", "v1", "favor++", "cpu", "float32"});
   EXPECT_THAT(FindSample(metrics->SerializeText(), Name(kRequestsTotal),
-                         {{"model", "late"}, {"method", "Attend"},
+                         {{"model", "late"}, {"method", "Tokenize"},
                           {"code", "OK"}}),
               Optional(0.0));
   metrics->RecordRequest("late", "Embed", absl::StatusCode::kOk,
