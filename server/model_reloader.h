@@ -45,6 +45,11 @@ namespace favor {
 // One small Embed, so that the first call to `model` pays no warm-up cost.
 absl::Status WarmUpModel(const model::Model& model);
 
+// The bytes a revision's weights are counted at in the memory budget: the
+// elements of model.safetensors at the compute dtype's width, and the
+// projections drawn at load time (float32).
+int64_t BudgetedWeightBytes(const model::Model& model);
+
 class ModelReloader {
  public:
   struct Options {

@@ -317,7 +317,7 @@ MUTANTS = [
        "batching", regex="BatcherMemory"),
     _m("http-data-taken-for-client-gone", HTTP + "session.h",
        "inverted condition",
-       "    if (!error && peeked > 0) return;  // bytes, not the end: stop watching",
-       "    if (!error && peeked == 0) return;  // bytes, not the end: stop watching",
+       "  if (!error && bytes > 0) return;  // bytes, not the end: stop watching",
+       "  if (!error && bytes == 0) return;  // bytes, not the end: stop watching",
        "http", exclude=NO_E2E),
 ]

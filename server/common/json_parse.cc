@@ -37,45 +37,76 @@ std::string EscapeBytes(absl::string_view text) {
   return out;
 }
 
-// Tracks the keys of every open object by nesting depth. nlohmann passes the
-// number of open containers as `depth`: an object opened at depth d receives
-// its keys at depth d + 1.
-class StructureChecker {
+// nlohmann's DOM builder behind a SAX handler that checks the structure as
+// the parser walks it: the nesting depth, and the keys of every open object.
+// (The callback parser used before rescanned an object's parent at each of
+// its ends, quadratic in the number of siblings: an outside audit's 2.4 MB
+// safetensors header of 40,000 tensors took 20 s.) Linear in the text.
+class CheckedDomBuilder {
  public:
-  bool operator()(int depth, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        Open(depth + 1);
-        break;
-      case Json::parse_event_t::key:
-        AddKey(depth, parsed.get_ref<const std::string&>());
-        break;
-      default:
-        break;
-    }
-    return true;
+  explicit CheckedDomBuilder(Json& result) : dom_(result) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool value) { return dom_.boolean(value); }
+  bool number_integer(Json::number_integer_t value) {
+    return dom_.number_integer(value);
+  }
+  bool number_unsigned(Json::number_unsigned_t value) {
+    return dom_.number_unsigned(value);
+  }
+  bool number_float(Json::number_float_t value, const Json::string_t& text) {
+    return dom_.number_float(value, text);
+  }
+  bool string(Json::string_t& value) { return dom_.string(value); }
+  bool binary(Json::binary_t& value) { return dom_.binary(value); }
+  bool start_object(std::size_t size) {
+    Open();
+    return dom_.start_object(size);
+  }
+  bool key(Json::string_t& key) {
+    AddKey(key);
+    return dom_.key(key);
+  }
+  bool end_object() {
+    open_.pop_back();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t size) {
+    Open();
+    return dom_.start_array(size);
+  }
+  bool end_array() {
+    open_.pop_back();
+    return dom_.end_array();
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token,
+                   const Exception& error) {
+    return dom_.parse_error(position, token, error);  // throws
   }
 
  private:
-  void Open(int level) {
-    if (level > kMaxJsonDepth) {
+  // An open object's keys, and the last (the one its value belongs to); an
+  // open array has none.
+  struct Level {
+    std::set<std::string> keys;
+    std::string key;
+  };
+
+  void Open() {
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
       throw ParseAbort{
           absl::StrCat("nested deeper than ", kMaxJsonDepth, " levels")};
     }
-    const auto size = static_cast<size_t>(level) + 1;
-    if (keys_.size() < size) keys_.resize(size);
-    if (path_.size() < size) path_.resize(size);
-    keys_[level].clear();
-    path_[level].clear();
+    open_.emplace_back();
   }
 
-  void AddKey(int level, const std::string& key) {
-    const auto index = static_cast<size_t>(level);
-    if (!keys_[index].insert(key).second) {
+  void AddKey(const std::string& key) {
+    Level& level = open_.back();
+    if (!level.keys.insert(key).second) {
       std::vector<std::string> enclosing;
-      for (size_t i = 1; i < index; ++i) {
-        if (!path_[i].empty()) enclosing.push_back(Quote(path_[i]));
+      for (size_t i = 0; i + 1 < open_.size(); ++i) {
+        if (!open_[i].key.empty()) enclosing.push_back(Quote(open_[i].key));
       }
       throw ParseAbort{absl::StrCat(
           "duplicate key ", Quote(key),
@@ -83,21 +114,21 @@ class StructureChecker {
               ? " at the top level"
               : absl::StrCat(" in ", absl::StrJoin(enclosing, " > ")))};
     }
-    path_[index] = key;
+    level.key = key;
   }
 
-  std::vector<std::set<std::string>> keys_;
-  std::vector<std::string> path_;
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  std::vector<Level> open_;
 };
 
 }  // namespace
 
 absl::StatusOr<Json> ParseJsonObject(absl::string_view text,
                                      absl::string_view what) {
-  StructureChecker checker;
   Json value;
   try {
-    value = Json::parse(text.begin(), text.end(), std::ref(checker));
+    CheckedDomBuilder builder(value);
+    Json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const ParseAbort& abort) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", abort.message));
   } catch (const std::exception& error) {

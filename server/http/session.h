@@ -9,10 +9,10 @@
 // one passes the stream closes the socket and the pending operation ends
 // with beast::error::timeout, which ends the session.
 //
-// While the handler works on a request, the session waits for the socket
-// to turn readable: the end of the stream (or a reset) means the client
-// closed the connection without waiting for the answer, and the request's
-// ClientGone is signalled. Bytes that arrive instead (a pipelined request,
+// While the handler works on a request, the session peeks at the socket
+// (async_receive with message_peek): the end of the stream (or a reset)
+// means the client closed the connection without waiting for the answer,
+// and the request's ClientGone is signalled. Bytes that arrive instead (a pipelined request,
 // a TLS record) are left for the next read, and the session stops
 // watching. A client that only shuts its sending side down looks the same
 // as one that left (RFC 9112 9.6: a server cannot tell them apart), as it
@@ -93,7 +93,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void Dispatch();
   // Waits for the client to leave while the answer is pending.
   void WatchForClientGone();
-  void OnReadableWhileAnswering(beast::error_code error);
+  void OnReadableWhileAnswering(beast::error_code error, size_t bytes);
   void Write(Response response, bool keep_alive);
   void OnWrite(beast::error_code error, bool keep_alive);
   // After a last answer: stops sending and drops what the client still
@@ -115,8 +115,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   bool head_ = false;
   // The request being answered's, while the answer is pending.
   std::shared_ptr<ClientGone> client_gone_;
-  // A wait for the socket to turn readable is outstanding.
+  // A peek at the socket is outstanding (WatchForClientGone), into this.
   bool watching_ = false;
+  std::array<char, 1> peeked_;
   std::array<char, 4096> dropped_;
 };
 
@@ -242,44 +243,39 @@ void Session<Stream>::Dispatch() {
   WatchForClientGone();
 }
 
+// A peek, not a read: bytes that arrive (a pipelined request) stay in the
+// socket for ReadHeader. (Not async_wait and a synchronous peek: a wait may
+// complete before the socket is readable, and the peek then blocked the
+// strand until the client gave up.)
 template <class Stream>
 void Session<Stream>::WatchForClientGone() {
   watching_ = true;
-  Tcp().socket().async_wait(
-      boost::asio::ip::tcp::socket::wait_read,
+  Tcp().socket().async_receive(
+      boost::asio::buffer(peeked_), boost::asio::ip::tcp::socket::message_peek,
       boost::asio::bind_executor(
           stream_.get_executor(),
-          [self = this->shared_from_this()](beast::error_code error) {
-            self->OnReadableWhileAnswering(error);
+          [self = this->shared_from_this()](beast::error_code error,
+                                            size_t bytes) {
+            self->OnReadableWhileAnswering(error, bytes);
           }));
 }
 
 template <class Stream>
-void Session<Stream>::OnReadableWhileAnswering(beast::error_code error) {
+void Session<Stream>::OnReadableWhileAnswering(beast::error_code error,
+                                               size_t bytes) {
   watching_ = false;
-  // Answered meanwhile (the wait may have ended before Write cancelled it).
+  // Answered meanwhile (the peek may have ended before Write cancelled it).
   if (client_gone_ == nullptr) return;
   if (error == boost::asio::error::operation_aborted) return;
-  if (!error) {
-    // Peeked, not read: a pipelined request stays for ReadHeader.
-    char next = 0;
-    const size_t peeked = Tcp().socket().receive(
-        boost::asio::buffer(&next, 1),
-        boost::asio::ip::tcp::socket::message_peek, error);
-    if (error == boost::asio::error::would_block ||
-        error == boost::asio::error::try_again) {
-      return WatchForClientGone();
-    }
-    if (!error && peeked > 0) return;  // bytes, not the end: stop watching
-  }
-  client_gone_->Signal();
+  if (!error && bytes > 0) return;  // bytes, not the end: stop watching
+  client_gone_->Signal();  // the end of the stream, or a reset
 }
 
 template <class Stream>
 void Session<Stream>::Write(Response response, bool keep_alive) {
   client_gone_.reset();
   if (watching_) {
-    // Ends the wait (operation_aborted); nothing else is pending.
+    // Ends the peek (operation_aborted); nothing else is pending.
     beast::error_code ignored;
     Tcp().socket().cancel(ignored);
   }

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
@@ -115,7 +116,19 @@ at::Tensor WeightReader::Get(const ExpectedTensor& tensor, bool keep_float32) {
     return at::Tensor();
   }
   parameter_count_ += view->num_elements();
-  return HostCopy(*view).to(device_, keep_float32 ? at::kFloat : dtype_);
+  at::Tensor host = HostCopy(*view);
+  // A NaN or an infinity would not fail a call: it would poison every
+  // answer, or be absorbed unseen (found by an outside audit: NaN query and
+  // key weights answered as if they were zero; a NaN embedding row answered
+  // "NaN" strings).
+  // The sum (in double, which no float weight overflows) is finite exactly
+  // when every element is: one pass, no mask the size of the tensor.
+  if (!std::isfinite(host.sum(at::kDouble).item<double>())) {
+    status_.Update(absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", tensor.name, "' holds NaN or infinite values")));
+    return at::Tensor();
+  }
+  return host.to(device_, keep_float32 ? at::kFloat : dtype_);
 }
 
 Linear WeightReader::GetLinear(const LinearTensors& linear) {

@@ -1,6 +1,7 @@
 // Reading config.json: ParseModelConfig and LoadModelConfig. Which fields
 // exist and how each is read follow from the schema (model_config_fields.h).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -223,9 +224,17 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text,
 }
 
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (found by an
+  // outside audit: a config.json that was a named pipe hung the server).
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open"));
+  }
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file"));
   }
   std::string text;
   char buffer[65536];

@@ -173,6 +173,14 @@ absl::Status ValidateTokenizer(const ModelConfig& c) {
                      "\"; must be a file name in the model's folder, without "
                      "a directory"));
   }
+  // A folder's revision leaves hidden files out (model_fingerprint.h), so
+  // an edited hidden tokenizer would serve under the old revision.
+  if (absl::StartsWith(t.file, ".")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field 'tokenizer.file' is \"", absl::CHexEscape(t.file),
+        "\"; must not be a hidden file (a name starting with '.'), which "
+        "the model's revision does not cover"));
+  }
   if (TokenizerFileTypeOf(t) == TokenizerFileType::kUnknown) {
     return absl::InvalidArgumentError(absl::StrCat(
         "field 'tokenizer.file' is \"", absl::CHexEscape(t.file),

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <system_error>
 #include <vector>
 
@@ -87,6 +88,28 @@ absl::Status WriteRandomModel(const ModelConfig& config,
                               const std::string& directory,
                               const RandomModelOptions& options) {
   RETURN_IF_ERROR(ValidateModelConfig(config));
+  if (!std::isfinite(options.init_std) || options.init_std < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("init_std is ", options.init_std,
+                     "; must be a finite number >= 0"));
+  }
+  // Every value is held before the file is written: refuse, rather than
+  // die of std::bad_alloc, a model that does not fit in memory.
+  int64_t num_values = 0;
+  for (const ExpectedTensor& tensor : ExpectedWeights(config)) {
+    if (!ShouldWrite(config, tensor, options)) continue;
+    int64_t elements = 1;
+    for (const int64_t size : tensor.shape) elements *= size;
+    num_values += elements;
+  }
+  constexpr int64_t kMaxValues = int64_t{1} << 33;  // 32 GiB of float32
+  if (num_values > kMaxValues) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the model has ", num_values, " weights (",
+        num_values * 4 / (int64_t{1} << 30),
+        " GiB as float32); a random model is written with at most ",
+        kMaxValues));
+  }
   std::error_code error;
   std::filesystem::create_directories(directory, error);
   if (error) {
@@ -95,10 +118,16 @@ absl::Status WriteRandomModel(const ModelConfig& config,
   }
   std::vector<ExpectedTensor> tensors;
   std::vector<std::vector<float>> values;
-  for (const ExpectedTensor& tensor : ExpectedWeights(config)) {
-    if (!ShouldWrite(config, tensor, options)) continue;
-    tensors.push_back(tensor);
-    values.push_back(TensorValues(config, tensor, options));
+  try {
+    for (const ExpectedTensor& tensor : ExpectedWeights(config)) {
+      if (!ShouldWrite(config, tensor, options)) continue;
+      tensors.push_back(tensor);
+      values.push_back(TensorValues(config, tensor, options));
+    }
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the model's ", num_values,
+                     " weights do not fit in this machine's memory"));
   }
   std::vector<TensorToWrite> to_write;
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -49,7 +49,10 @@ struct MappedRegion {
 
 // Maps a regular file of at least kLengthFieldBytes bytes read-only.
 absl::StatusOr<MappedRegion> MapFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (found by an
+  // outside audit: a model.safetensors that was a named pipe hung the
+  // server); the type is checked next.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoError(errno, path, "open");
   FdCloser closer(fd);
   struct stat info {};

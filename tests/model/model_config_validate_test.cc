@@ -117,6 +117,11 @@ TEST(ModelConfigTest, ValidatesTheTokenizer) {
                  "file name in the model's folder, without a directory"});
   ExpectInvalid(R"({"tokenizer": {"file": ".."}})",
                 {"field 'tokenizer.file' is \"..\""});
+  // The revision leaves hidden files out (found by an outside audit: an
+  // edited ".vocab.txt" served under the old revision).
+  ExpectInvalid(R"({"tokenizer": {"file": ".vocab.txt"}})",
+                {"field 'tokenizer.file' is \".vocab.txt\"; must not be a "
+                 "hidden file"});
   ExpectInvalid(R"({"tokenizer": {"file": "vocab.bin"}})",
                 {"must end in \".json\" (tokenizer.json), \".txt\""});
   ExpectInvalid(R"({"tokenizer": {"file": "vocab.txt",

@@ -1,6 +1,8 @@
 // WriteRandomModel (random_model.cc).
 #include "server/model/random_model.h"
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -29,6 +31,30 @@ TEST_F(ModelTest, RandomModelsAreAPureFunctionOfConfigAndSeed) {
             read(dir_ + "/b/model.safetensors"));
   EXPECT_NE(read(dir_ + "/a/model.safetensors"),
             read(dir_ + "/c/model.safetensors"));
+}
+
+// Found by an outside audit: `favor-model init --init_std nan` wrote a
+// NaN model and exited 0, and a vocabulary of two billion died of
+// std::bad_alloc; both are refused now, before anything is written.
+TEST_F(ModelTest, RefusesANonFiniteSpreadAndAModelTooLargeToHold) {
+  RandomModelOptions options;
+  for (const double bad : {std::nan(""), -0.5, HUGE_VAL}) {
+    options.init_std = bad;
+    const absl::Status status =
+        WriteRandomModel(SmallConfig(), dir_ + "/nan", options);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("must be a finite number >= 0"));
+  }
+  options.init_std = 0.02;
+  ModelConfig huge = SmallConfig();
+  huge.vocab_size = 2000000000;
+  huge.hidden_size = 4096;
+  huge.num_attention_heads = 4;
+  const absl::Status status = WriteRandomModel(huge, dir_ + "/huge", options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("GiB as float32"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/huge/model.safetensors"));
 }
 
 }  // namespace

@@ -1,6 +1,12 @@
 #include "server/model/safetensors.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <random>
 #include <string>
 #include <vector>
@@ -55,6 +61,25 @@ TEST_F(SafetensorsTest, RejectsADirectory) {
   auto file = SafetensorsFile::Open(dir_);
   EXPECT_FALSE(file.ok());
   EXPECT_THAT(std::string(file.status().message()), HasSubstr(dir_));
+}
+
+// A named pipe must not make Open wait for a writer (found by an outside
+// audit: a model.safetensors FIFO hung favor-server for good).
+TEST_F(SafetensorsTest, RefusesANamedPipeWithoutWaiting) {
+  const std::string path = dir_ + "/model.safetensors";
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  auto opening = std::async(std::launch::async,
+                            [&path] { return SafetensorsFile::Open(path); });
+  if (opening.wait_for(std::chrono::seconds(10)) !=
+      std::future_status::ready) {
+    const int writer = open(path.c_str(), O_WRONLY | O_NONBLOCK);
+    if (writer >= 0) close(writer);
+    FAIL() << "SafetensorsFile::Open waited on a named pipe";
+  }
+  auto file = opening.get();
+  EXPECT_FALSE(file.ok());
+  EXPECT_THAT(std::string(file.status().message()),
+              AllOf(HasSubstr(path), HasSubstr("not a regular file")));
 }
 
 TEST_F(SafetensorsTest, RejectsFilesShorterThanTheLengthField) {

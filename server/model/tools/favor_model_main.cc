@@ -15,8 +15,10 @@
 
 #include <chrono>
 #include <cinttypes>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -386,10 +388,22 @@ absl::Status Compare(const std::string& directory) {
   ASSIGN_OR_RETURN(const ModelOptions options, CompareOptions());
   RETURN_IF_ERROR(CompareOne(directory, "model " + directory, options));
   const double span = absl::GetFlag(FLAGS_peak_logits);
+  if (!std::isfinite(span)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--peak_logits is ", span, "; must be a finite number"));
+  }
   if (span <= 0) return absl::OkStatus();
-  const std::string peaked = (std::filesystem::temp_directory_path() /
-                              absl::StrCat("favor_model_peaked_", getpid()))
-                                 .string();
+  // A fresh folder of our own (mkdtemp: 0700, a name nobody could plant a
+  // link at; found by an outside audit: a predictable name let a local
+  // user's link make the copy overwrite files elsewhere).
+  std::string pattern = (std::filesystem::temp_directory_path() /
+                         "favor_model_peaked_XXXXXX")
+                            .string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return absl::ErrnoToStatus(
+        errno, absl::StrCat("cannot make a temporary folder ", pattern));
+  }
+  const std::string peaked = pattern;
   PeakedModelOptions peaked_options;
   peaked_options.logit_span = span;
   absl::StatusOr<std::vector<double>> spans =
