@@ -320,4 +320,13 @@ MUTANTS = [
        "  if (!error && bytes > 0) return;  // bytes, not the end: stop watching",
        "  if (!error && bytes == 0) return;  // bytes, not the end: stop watching",
        "http", exclude=NO_E2E),
+    _m("model-weights-nonfinite-accepted", MOD + "encoder_weights.cc",
+       "lost status",
+       "  if (!std::isfinite(host.sum(at::kDouble).item<double>())) {",
+       "  if (std::isnan(host.sum(at::kDouble).item<double>())) {",
+       "model", regex="EncoderWeights"),
+    _m("json-duplicate-key-accepted", "server/common/json_parse.cc",
+       "inverted condition", "    if (!level.keys.insert(key).second) {",
+       "    if (!level.keys.insert(key).second && open_.size() > 1) {",
+       "model|common|tokenizer", exclude=NO_E2E),
 ]
