@@ -55,6 +55,7 @@
 #include "server/model/model.h"
 #include "server/model/model_repository.h"
 #include "server/model_reloader.h"
+#include "server/reload_worker.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
 #include "server/service/server_credentials.h"
@@ -283,19 +284,24 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(
 
 // Reloads the repository on SIGHUP and every --model_repository_poll_seconds
 // until SIGTERM or SIGINT, whose number it returns.
+// The passes run on a ReloadWorker's thread, so that SIGTERM is answered
+// at once whatever a pass is loading; the worker is never destroyed (the
+// drain ends in _exit).
 int ServeUntilShutdown(favor::ModelReloader* reloader, FavorService* service) {
   const int64_t poll_seconds =
       absl::GetFlag(FLAGS_model_repository_poll_seconds);
   const absl::Duration poll =
       poll_seconds > 0 ? absl::Seconds(poll_seconds) : absl::InfiniteDuration();
+  auto* worker = new favor::ReloadWorker([reloader, service](bool sighup) {
+    // A poll that finds nothing new logs nothing at INFO (Reload).
+    LOG_IF(INFO, sighup || VLOG_IS_ON(1))
+        << "event=model_reload_started reason=" << (sighup ? "SIGHUP" : "poll");
+    reloader->Reload(service, /*retry_failed=*/sighup);
+  });
   while (true) {
     const int signal = favor::WaitForSignal(poll);
     if (signal != 0 && signal != SIGHUP) return signal;
-    // A poll that finds nothing new logs nothing at INFO (Reload).
-    LOG_IF(INFO, signal == SIGHUP || VLOG_IS_ON(1))
-        << "event=model_reload_started reason="
-        << (signal == SIGHUP ? "SIGHUP" : "poll");
-    reloader->Reload(service, /*retry_failed=*/signal == SIGHUP);
+    worker->Request(/*retry_failed=*/signal == SIGHUP);
   }
 }
 
