@@ -219,6 +219,9 @@ class Batcher {
 
   // At most this many formed batches wait for a worker (see Pipelining).
   static constexpr size_t kMaxReadyBatches = 1;
+  // Retry hints are never shorter than this, so that a hint derived from a
+  // fake clock or a very fast runner still tells a client to back off.
+  static constexpr absl::Duration kMinRetryAfter = absl::Milliseconds(1);
 
   Batcher(const Options& options, ModelRunner* runner, Clock* clock,
           BatcherObserver* observer);
@@ -228,7 +231,7 @@ class Batcher {
   void StartThreads();
   void JoinThreads();
 
-  // Enqueue() steps.
+  // Enqueue() steps (batcher_admission.cc).
   absl::Status CheckRequest(const Request& request) const;
   absl::Status CheckMemory(const Request& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

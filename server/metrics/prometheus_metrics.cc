@@ -142,8 +142,7 @@ PrometheusMetrics::PrometheusMetrics()
 PrometheusMetrics::~PrometheusMetrics() = default;
 
 absl::Status PrometheusMetrics::Build(const Options& options) {
-  // prometheus-cpp reports invalid names, labels and bucket bounds by
-  // throwing.
+  // prometheus-cpp throws on invalid names, labels and bucket bounds.
   try {
     BuildFamilies();
     http_ = std::make_unique<HttpSeries>(*registry_);
@@ -240,12 +239,8 @@ absl::Status PrometheusMetrics::AddModelSeries(const std::string& model) {
   return AddOkSeries(series, /*model_free=*/false);
 }
 
-// The OK series of every served model and method exist from the start, at
-// zero: rate() and increase() need a series' earlier sample, so a series
-// born with its first call never counts that call. A model's are those of
-// the methods that use a model; "(none)"'s those of the others (found by
-// an outside audit: Attend's and ListModels' zero series were the
-// models', which no call ever counts in).
+// OK series at zero from the start: rate() never counts a series' first
+// sample. A model's for the methods that use one, "(none)"'s for the others.
 absl::Status PrometheusMetrics::AddOkSeries(ModelSeries& series,
                                             bool model_free) {
   const int ok = CodeIndex(absl::StatusCode::kOk);
@@ -485,8 +480,7 @@ void PrometheusMetrics::SetModelInfo(const ModelInfoLabels& info) {
     LOG(ERROR) << "metrics: cannot publish model info of " << label << ": "
                << e.what();
   }
-  // A served model's load failures count from zero, so that increase()
-  // sees its first failure.
+  // From zero, so that increase() sees a served model's first failure.
   absl::MutexLock failures_lock(&load_failures_mutex_);
   LoadFailureCounter(label);
 }
