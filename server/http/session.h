@@ -12,9 +12,9 @@
 // While the handler works on a request, the session peeks at the socket
 // (async_receive with message_peek): the end of the stream (or a reset)
 // means the client closed the connection without waiting for the answer,
-// and the request's ClientGone is signalled. Bytes that arrive instead (a pipelined request,
-// a TLS record) are left for the next read, and the session stops
-// watching. A client that only shuts its sending side down looks the same
+// and the request's ClientGone is signalled. Bytes that arrive instead (a
+// pipelined request, a TLS record) are left for the next read, and the
+// session stops watching. A client that only shuts its sending side down looks the same
 // as one that left (RFC 9112 9.6: a server cannot tell them apart), as it
 // does to nginx.
 #ifndef FAVOR_SERVER_HTTP_SESSION_H_
@@ -91,7 +91,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // Answers a request the server refuses itself, then closes.
   void Refuse(beast::error_code error);
   void Dispatch();
-  // Waits for the client to leave while the answer is pending.
+  // Watches for the client leaving while the answer is pending.
   void WatchForClientGone();
   void OnReadableWhileAnswering(beast::error_code error, size_t bytes);
   void Write(Response response, bool keep_alive);
