@@ -54,34 +54,29 @@ absl::Status MemoryBudget::AddWeights(int64_t bytes) {
 void MemoryBudget::RemoveWeights(int64_t bytes) {
   {
     absl::MutexLock lock(&mu_);
-    CHECK_LE(bytes, resident_bytes_ - retiring_bytes_)
-        << "MemoryBudget::RemoveWeights of more than serves";
     resident_bytes_ -= bytes;
     if (on_resident_change_) on_resident_change_(resident_bytes_);
   }
   NotifyListeners();
 }
 
+// Weights are not checked against the resident bytes: a start-up model's
+// are part of a measured figure (VmRSS), and a CUDA model's are not in it
+// at all. Only retiring_bytes_ is kept from going below zero.
 void MemoryBudget::RetireWeights(int64_t bytes) {
   absl::MutexLock lock(&mu_);
-  CHECK_LE(bytes, resident_bytes_ - retiring_bytes_)
-      << "MemoryBudget::RetireWeights of more than serves";
   retiring_bytes_ += bytes;
 }
 
 void MemoryBudget::UnretireWeights(int64_t bytes) {
   absl::MutexLock lock(&mu_);
-  CHECK_LE(bytes, retiring_bytes_)
-      << "MemoryBudget::UnretireWeights of more than was retired";
-  retiring_bytes_ -= bytes;
+  retiring_bytes_ -= std::min(bytes, retiring_bytes_);
 }
 
 void MemoryBudget::FreeRetiredWeights(int64_t bytes) {
   {
     absl::MutexLock lock(&mu_);
-    CHECK_LE(bytes, retiring_bytes_)
-        << "MemoryBudget::FreeRetiredWeights of more than was retired";
-    retiring_bytes_ -= bytes;
+    retiring_bytes_ -= std::min(bytes, retiring_bytes_);
     resident_bytes_ -= bytes;
     if (on_resident_change_) on_resident_change_(resident_bytes_);
   }

@@ -109,7 +109,7 @@ class MemoryBudget {
   mutable absl::Mutex mu_;
   int64_t resident_bytes_ ABSL_GUARDED_BY(mu_);
   int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t retiring_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Within resident.
+  int64_t retiring_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Counted in resident.
   absl::AnyInvocable<void(int64_t)> on_change_ ABSL_GUARDED_BY(mu_);
   absl::AnyInvocable<void(int64_t)> on_resident_change_ ABSL_GUARDED_BY(mu_);
   // Held while listeners run, so that one is never removed (and its batcher
