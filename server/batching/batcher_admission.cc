@@ -86,8 +86,9 @@ absl::Status Batcher::Admit(std::unique_ptr<Request>* request) {
     return absl::UnavailableError(
         absl::StrCat("model '", options_.model_name, "' is shutting down"));
   }
-  RETURN_IF_ERROR(CheckRoom((*request)->num_tokens));
+  // A request that can never run is told so before it is told to retry.
   RETURN_IF_ERROR(CheckMemory(**request));
+  RETURN_IF_ERROR(CheckRoom((*request)->num_tokens));
   (*request)->enqueue_time = clock_->Now();
   observer_->OnEnqueued(**request);
   queues_.Push(std::move(*request));

@@ -127,6 +127,22 @@ TEST_F(BatcherMemoryTest, ARequestThatCanNeverFitIsRefusedAtOnce) {
   EXPECT_TRUE(log_.StatusOf(2).ok());
 }
 
+// A request that could never run is told so even when the queue is full:
+// a retry hint would only bring it back to the same refusal.
+TEST_F(BatcherMemoryTest, NeverFittingIsToldBeforeAFullQueue) {
+  Batcher::Options options = MemoryOptions();
+  options.max_queue_requests = 1;
+  Start(options);
+  HoldRunning(1, 100);
+  ASSERT_OK(AddBytes(2, 100));  // queued: the queue is full
+  const absl::Status status = AddBytes(3, 901);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(RetryAfter(status), std::nullopt) << status;
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::EndsWith("it can never run here"));
+  Release();
+}
+
 TEST_F(BatcherMemoryTest, AFailedBatchGivesItsReservationBack) {
   Start(MemoryOptions());
   runner_.set_status(absl::InternalError("device lost"));
