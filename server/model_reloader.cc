@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "server/attention/kernel.h"
+#include "server/common/memory_info.h"
 #include "server/common/status_macros.h"
 #include "server/model/model_fingerprint.h"
 #include "server/model/model_repository.h"
@@ -92,6 +93,7 @@ absl::StatusOr<ModelReloader::Loaded> ModelReloader::LoadAll() {
     folder.weight_bytes = BudgetedWeightBytes(*servable->model);
     loaded.models.push_back(*std::move(servable));
   }
+  ReleaseFreedHeapMemory();
   if (loaded.models.empty()) {
     return absl::NotFoundError(absl::StrCat(
         "no model loaded from --model_repository=", options_.repository, " (",
@@ -165,6 +167,7 @@ void ModelReloader::Reload(service::FavorService* service,
     ++changed;
   }
   changed += RemoveGone(*names, service);
+  if (changed > 0) ReleaseFreedHeapMemory();
   LOG_IF(INFO, changed > 0 || VLOG_IS_ON(1))
       << "event=model_reload_done folders_changed=" << changed
       << " seconds=" << absl::ToDoubleSeconds(absl::Now() - start);

@@ -1,7 +1,6 @@
 #include "server/common/json_parse.h"
 
 #include <exception>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -37,97 +36,130 @@ std::string EscapeBytes(absl::string_view text) {
   return out;
 }
 
-// nlohmann's DOM builder behind a SAX handler that checks the structure as
-// the parser walks it: the nesting depth, and the keys of every open object.
-// (The callback parser used before rescanned an object's parent at each of
-// its ends, quadratic in the number of siblings: an outside audit's 2.4 MB
-// safetensors header of 40,000 tensors took 20 s.) Linear in the text.
+// A DOM builder for nlohmann's SAX parser that checks the structure as the
+// parser walks it: the nesting depth, duplicate keys (found by the object's
+// own map, so keys are not stored twice) and the number of values. Linear in
+// the text. (The callback parser used before rescanned an object's parent at
+// each of its ends, quadratic in the number of siblings: an outside audit's
+// 2.4 MB safetensors header of 40,000 tensors took 20 s. The builder after it
+// kept a second set of every object's keys: a 250 MB tokenizer.json took
+// 4 GB.)
 class CheckedDomBuilder {
  public:
-  explicit CheckedDomBuilder(Json& result) : dom_(result) {}
+  CheckedDomBuilder(Json& root, const JsonParseOptions& options)
+      : root_(root), options_(options) {}
 
-  bool null() { return dom_.null(); }
-  bool boolean(bool value) { return dom_.boolean(value); }
+  bool null() { return Add(nullptr) != nullptr; }
+  bool boolean(bool value) { return Add(value) != nullptr; }
   bool number_integer(Json::number_integer_t value) {
-    return dom_.number_integer(value);
+    return Add(value) != nullptr;
   }
   bool number_unsigned(Json::number_unsigned_t value) {
-    return dom_.number_unsigned(value);
+    return Add(value) != nullptr;
   }
-  bool number_float(Json::number_float_t value, const Json::string_t& text) {
-    return dom_.number_float(value, text);
+  bool number_float(Json::number_float_t value, const Json::string_t&) {
+    return Add(value) != nullptr;
   }
-  bool string(Json::string_t& value) { return dom_.string(value); }
-  bool binary(Json::binary_t& value) { return dom_.binary(value); }
-  bool start_object(std::size_t size) {
-    Open();
-    return dom_.start_object(size);
+  bool string(Json::string_t& value) { return Add(std::move(value)) != nullptr; }
+  bool binary(Json::binary_t& value) {
+    return Add(Json::binary(std::move(value))) != nullptr;
+  }
+  bool start_object(std::size_t) {
+    Open(Add(Json::object()));
+    return true;
   }
   bool key(Json::string_t& key) {
-    AddKey(key);
-    return dom_.key(key);
+    Level& level = open_.back();
+    auto [it, inserted] =
+        level.value->get_ref<Json::object_t&>().try_emplace(key);
+    if (!inserted) Duplicate(key);
+    level.key = key;
+    level.member = &it->second;
+    return true;
   }
   bool end_object() {
     open_.pop_back();
-    return dom_.end_object();
+    return true;
   }
-  bool start_array(std::size_t size) {
-    Open();
-    return dom_.start_array(size);
+  bool start_array(std::size_t) {
+    Open(Add(Json::array()));
+    return true;
   }
   bool end_array() {
     open_.pop_back();
-    return dom_.end_array();
+    return true;
   }
   template <class Exception>
-  bool parse_error(std::size_t position, const std::string& token,
-                   const Exception& error) {
-    return dom_.parse_error(position, token, error);  // throws
+  bool parse_error(std::size_t, const std::string&, const Exception& error) {
+    throw error;
   }
 
  private:
-  // An open object's keys, and the last (the one its value belongs to); an
-  // open array has none.
+  // An open container. An object's `member` is the value its last key
+  // names, which the next value fills; an array's values go to its end.
+  // Pointers into the tree stay valid while the container is open: map
+  // nodes never move, and an array grows only while no child of it is open.
   struct Level {
-    std::set<std::string> keys;
+    Json* value = nullptr;
+    Json* member = nullptr;
     std::string key;
   };
 
-  void Open() {
+  Json* Add(Json value) {
+    if (++values_ > options_.max_values) {
+      throw ParseAbort{absl::StrCat(
+          "more than ", options_.max_values, " JSON values",
+          options_.max_values_reason.empty() ? "" : ": ",
+          options_.max_values_reason)};
+    }
+    if (open_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    Level& level = open_.back();
+    if (level.value->is_array()) {
+      auto& array = level.value->get_ref<Json::array_t&>();
+      array.push_back(std::move(value));
+      return &array.back();
+    }
+    *level.member = std::move(value);
+    return level.member;
+  }
+
+  void Open(Json* value) {
     if (open_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
       throw ParseAbort{
           absl::StrCat("nested deeper than ", kMaxJsonDepth, " levels")};
     }
-    open_.emplace_back();
+    open_.push_back(Level{value, nullptr, {}});
   }
 
-  void AddKey(const std::string& key) {
-    Level& level = open_.back();
-    if (!level.keys.insert(key).second) {
-      std::vector<std::string> enclosing;
-      for (size_t i = 0; i + 1 < open_.size(); ++i) {
-        if (!open_[i].key.empty()) enclosing.push_back(Quote(open_[i].key));
-      }
-      throw ParseAbort{absl::StrCat(
-          "duplicate key ", Quote(key),
-          enclosing.empty()
-              ? " at the top level"
-              : absl::StrCat(" in ", absl::StrJoin(enclosing, " > ")))};
+  [[noreturn]] void Duplicate(const std::string& key) const {
+    std::vector<std::string> enclosing;
+    for (size_t i = 0; i + 1 < open_.size(); ++i) {
+      if (!open_[i].key.empty()) enclosing.push_back(Quote(open_[i].key));
     }
-    level.key = key;
+    throw ParseAbort{absl::StrCat(
+        "duplicate key ", Quote(key),
+        enclosing.empty()
+            ? " at the top level"
+            : absl::StrCat(" in ", absl::StrJoin(enclosing, " > ")))};
   }
 
-  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  Json& root_;
+  const JsonParseOptions& options_;
+  size_t values_ = 0;
   std::vector<Level> open_;
 };
 
 }  // namespace
 
 absl::StatusOr<Json> ParseJsonObject(absl::string_view text,
-                                     absl::string_view what) {
+                                     absl::string_view what,
+                                     const JsonParseOptions& options) {
   Json value;
   try {
-    CheckedDomBuilder builder(value);
+    CheckedDomBuilder builder(value, options);
     Json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const ParseAbort& abort) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", abort.message));

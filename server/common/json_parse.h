@@ -12,6 +12,7 @@
 #define FAVOR_SERVER_COMMON_JSON_PARSE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,12 +25,25 @@ namespace favor {
 // need depth 3; the cap keeps hostile input from costing memory per level.
 inline constexpr int kMaxJsonDepth = 32;
 
+struct JsonParseOptions {
+  // Every value counts, containers and the values in them alike. A parsed
+  // value costs far more memory than its text (a number in an object about
+  // 100 bytes for its 10), so a caller that knows how many values a valid
+  // file can hold caps the memory a file can take here, not only its size.
+  size_t max_values = SIZE_MAX;
+  // Why there are no more, for the error message (e.g. "a tokenizer of 200
+  // ids needs fewer").
+  std::string max_values_reason;
+};
+
 // Parses `text` as one JSON value that must be an object. Errors are
 // INVALID_ARGUMENT and start with `what` (e.g. "model.safetensors: header"):
 // not JSON (with nlohmann's position), not an object, a duplicate key (with
-// the keys that lead to it), nesting deeper than kMaxJsonDepth.
-absl::StatusOr<nlohmann::json> ParseJsonObject(absl::string_view text,
-                                               absl::string_view what);
+// the keys that lead to it), nesting deeper than kMaxJsonDepth, more than
+// `options.max_values` values (found when the next one is read).
+absl::StatusOr<nlohmann::json> ParseJsonObject(
+    absl::string_view text, absl::string_view what,
+    const JsonParseOptions& options = {});
 
 // `text` in single quotes, non-printable bytes C-escaped and cut after
 // `max_bytes` with "...", for echoing names from a file in a message.

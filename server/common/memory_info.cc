@@ -1,5 +1,7 @@
 #include "server/common/memory_info.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -86,6 +88,12 @@ absl::StatusOr<int64_t> ProcessMemoryBytes(absl::string_view field,
                                            const MemoryInfoPaths& paths) {
   ASSIGN_OR_RETURN(const std::string status, ReadText(paths.status));
   return ParseStatusField(status, field);
+}
+
+void ReleaseFreedHeapMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace favor

@@ -39,6 +39,12 @@ absl::StatusOr<int64_t> ParseMemTotal(absl::string_view meminfo);
 // A cgroup limit file's text: the limit in bytes, or nullopt for none ("max",
 // or a v1 value of 2^60 or more, its "unlimited").
 absl::StatusOr<std::optional<int64_t>> ParseCgroupLimit(absl::string_view text);
+// Gives the memory that the allocator holds but no longer uses back to the
+// system (glibc's malloc_trim), so that what a model load freed (a refused
+// tokenizer's parsed JSON, a replaced revision) leaves VmRSS, which the
+// memory budget counts. Takes milliseconds: for after a load, not per call.
+void ReleaseFreedHeapMemory();
+
 // `field` ("VmRSS") of /proc/PID/status's text, in bytes.
 absl::StatusOr<int64_t> ParseStatusField(absl::string_view status,
                                          absl::string_view field);

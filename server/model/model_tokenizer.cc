@@ -1,5 +1,6 @@
 #include "server/model/model_tokenizer.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -73,17 +74,13 @@ absl::StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> LoadModelTokenizer(
   if (TokenizerFileTypeOf(config.tokenizer) == TokenizerFileType::kNone) {
     return std::shared_ptr<const tokenizer::Tokenizer>();
   }
-  ASSIGN_OR_RETURN(const tokenizer::TokenizerSpec spec,
+  ASSIGN_OR_RETURN(tokenizer::TokenizerSpec spec,
                    TokenizerSpecOf(directory, config.tokenizer));
+  // Its ids must be below vocab_size (at least 1 in a valid config).
+  spec.max_vocab_size =
+      static_cast<size_t>(std::max<int64_t>(config.vocab_size, 1));
   ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> loaded,
                    tokenizer::LoadTokenizer(spec));
-  const int64_t size = static_cast<int64_t>(loaded->vocab_size());
-  if (size > config.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        spec.path, ": the tokenizer has ", size,
-        " token ids, more than the model's vocab_size (", config.vocab_size,
-        "): its ids must all be below vocab_size"));
-  }
   return std::shared_ptr<const tokenizer::Tokenizer>(std::move(loaded));
 }
 

@@ -371,9 +371,25 @@ absl::Status CheckSpecialIds(const Tokenizer& tokenizer,
 
 }  // namespace
 
+size_t MaxTokenizerJsonValues(size_t vocab_size) {
+  constexpr size_t kValuesPerId = 32;
+  constexpr size_t kValuesBesideIds = size_t{1} << 20;
+  if (vocab_size > (SIZE_MAX - kValuesBesideIds) / kValuesPerId) {
+    return SIZE_MAX;
+  }
+  return kValuesPerId * vocab_size + kValuesBesideIds;
+}
+
 absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHuggingFaceJson(
-    absl::string_view json, absl::string_view what) {
-  ASSIGN_OR_RETURN(const Json root, ParseJsonObject(json, what));
+    absl::string_view json, absl::string_view what, size_t max_vocab_size) {
+  JsonParseOptions parse;
+  if (max_vocab_size > 0) {
+    parse.max_values = MaxTokenizerJsonValues(max_vocab_size);
+    parse.max_values_reason =
+        absl::StrCat("far more than a tokenizer for the model's vocab_size (",
+                     max_vocab_size, ") can need");
+  }
+  ASSIGN_OR_RETURN(const Json root, ParseJsonObject(json, what, parse));
   PipelineTokenizer::Stages stages;
   stages.kind = "wordpiece";
   ASSIGN_OR_RETURN(stages.model, ParseModel(root, what));

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -79,15 +80,44 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(
     const TokenizerSpec& spec) {
   ASSIGN_OR_RETURN(const std::string bytes,
                    ReadBoundedFile(spec.path, spec.max_file_bytes));
+  const auto too_many_ids = [&](size_t ids) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.path, ": the tokenizer has ", ids,
+        " token ids, more than the model's vocab_size (", spec.max_vocab_size,
+        "): its ids must all be below vocab_size"));
+  };
+  absl::StatusOr<std::unique_ptr<Tokenizer>> loaded;
   switch (spec.format) {
     case TokenizerFormat::kTokenizerJson:
-      return TokenizerFromHuggingFaceJson(bytes, spec.path);
-    case TokenizerFormat::kVocabTxt:
-      return TokenizerFromVocabTxt(bytes, spec.vocab_txt, spec.path);
+      loaded = TokenizerFromHuggingFaceJson(bytes, spec.path,
+                                            spec.max_vocab_size);
+      break;
+    case TokenizerFormat::kVocabTxt: {
+      // A piece a line, the last newline optional: counted before the
+      // pieces are built.
+      const size_t pieces =
+          static_cast<size_t>(std::count(bytes.begin(), bytes.end(), '\n')) +
+          (bytes.empty() || bytes.back() != '\n' ? 1 : 0);
+      if (spec.max_vocab_size > 0 && pieces > spec.max_vocab_size) {
+        return too_many_ids(pieces);
+      }
+      loaded = TokenizerFromVocabTxt(bytes, spec.vocab_txt, spec.path);
+      break;
+    }
     case TokenizerFormat::kSentencePiece:
-      return TokenizerFromSentencePiece(bytes, spec.sentencepiece, spec.path);
+      loaded =
+          TokenizerFromSentencePiece(bytes, spec.sentencepiece, spec.path);
+      break;
   }
-  return absl::InvalidArgumentError("unknown tokenizer format");
+  if (!loaded.ok()) return loaded.status();
+  if (*loaded == nullptr) {
+    return absl::InvalidArgumentError("unknown tokenizer format");
+  }
+  const size_t ids = (*loaded)->vocab_size();
+  if (spec.max_vocab_size > 0 && ids > spec.max_vocab_size) {
+    return too_many_ids(ids);
+  }
+  return loaded;
 }
 
 }  // namespace favor::tokenizer

@@ -54,7 +54,18 @@ struct TokenizerSpec {
   // or mistaken path cannot exhaust memory. Real ones are far smaller:
   // bert-base-uncased's tokenizer.json is 0.7 MB, XLM-R's .model 5 MB.
   size_t max_file_bytes = size_t{256} << 20;
+  // The model's vocab_size, when the caller knows it (0: unknown): a
+  // tokenizer with more ids is refused. A vocab.txt's lines are counted, and
+  // a tokenizer.json's JSON values (MaxTokenizerJsonValues) while it is
+  // parsed, so that a mistaken file near max_file_bytes is refused before it
+  // takes gigabytes (parsed, a tokenizer.json takes ~7 times its bytes).
+  size_t max_vocab_size = 0;
 };
+
+// The JSON values a tokenizer.json of `vocab_size` ids may hold, with room
+// to spare: 32 an id (a BPE id's vocab entry and merge take up to 4 values,
+// an added token 8) and 2^20 for the stages' settings.
+size_t MaxTokenizerJsonValues(size_t vocab_size);
 
 // NOT_FOUND when the file does not exist; INVALID_ARGUMENT, naming the file
 // and what is wrong, when it is too large, not a regular file, or not a

@@ -3,6 +3,7 @@
 #ifndef FAVOR_SERVER_TOKENIZER_TOKENIZER_BUILDERS_H_
 #define FAVOR_SERVER_TOKENIZER_TOKENIZER_BUILDERS_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -13,8 +14,10 @@
 
 namespace favor::tokenizer {
 
+// With `max_vocab_size` > 0 (TokenizerSpec's), a file with more JSON values
+// than a tokenizer of that many ids needs is refused while it is parsed.
 absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHuggingFaceJson(
-    absl::string_view json, absl::string_view what);
+    absl::string_view json, absl::string_view what, size_t max_vocab_size = 0);
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromVocabTxt(
     absl::string_view vocab, const VocabTxtOptions& options,

@@ -168,6 +168,65 @@ TEST(LoadTokenizerTest, EveryTruncationOfAValidFileIsAnError) {
   }
 }
 
+TEST(LoadTokenizerTest, MoreIdsThanTheModelHasAreRefused) {
+  TokenizerSpec spec;
+  spec.format = TokenizerFormat::kVocabTxt;
+  for (const char* vocab : {"[UNK]\n[CLS]\n[SEP]\nhello\nworld\n",
+                            "[UNK]\n[CLS]\n[SEP]\nhello\nworld"}) {
+    // Counted before the pieces are read: the invalid UTF-8 of the copy
+    // goes unread.
+    spec.path = WriteFile("vocab.txt", absl::StrCat(vocab, "\xFF"));
+    spec.max_vocab_size = 4;
+    EXPECT_THAT(LoadTokenizer(spec).status().message(),
+                HasSubstr("token ids, more than the model's vocab_size (4)"))
+        << vocab;
+    spec.path = WriteFile("vocab.txt", vocab);
+    spec.max_vocab_size = 5;
+    EXPECT_TRUE(LoadTokenizer(spec).ok()) << vocab;
+    spec.max_vocab_size = 4;
+    const absl::Status status = LoadTokenizer(spec).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(),
+                HasSubstr("vocab.txt: the tokenizer has 5 token ids, more "
+                          "than the model's vocab_size (4)"));
+  }
+  spec.format = TokenizerFormat::kTokenizerJson;
+  spec.path = WriteFile("tokenizer.json", kTokenizerJson);
+  spec.max_vocab_size = 7;
+  EXPECT_TRUE(LoadTokenizer(spec).ok());
+  spec.max_vocab_size = 6;
+  EXPECT_THAT(LoadTokenizer(spec).status().message(),
+              HasSubstr("tokenizer.json: the tokenizer has 7 token ids, more "
+                        "than the model's vocab_size (6)"));
+}
+
+// A tokenizer.json of far more ids than the model has is refused while it
+// is parsed, so that a file near max_file_bytes cannot take gigabytes
+// first: 1.1 million vocab entries, and the model's vocab_size 1 allows
+// 32 + 2^20 JSON values.
+TEST(LoadTokenizerTest, AHugeTokenizerJsonIsRefusedWhileItIsParsed) {
+  ASSERT_EQ(MaxTokenizerJsonValues(1), 32u + (1u << 20));
+  ASSERT_EQ(MaxTokenizerJsonValues(SIZE_MAX / 2), SIZE_MAX);
+  constexpr int kEntries = 1100000;
+  std::string vocab;
+  for (int i = 7; i < kEntries; ++i) absl::StrAppend(&vocab, ", \"t", i, "\": ", i);
+  const std::string json = Edit(R"("##s": 6)", absl::StrCat(R"("##s": 6)", vocab));
+  TokenizerSpec spec;
+  spec.path = WriteFile("tokenizer.json", json);
+  spec.max_vocab_size = 1;
+  const absl::Status status = LoadTokenizer(spec).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("tokenizer.json: more than 1048608 JSON values: far "
+                        "more than a tokenizer for the model's vocab_size (1) "
+                        "can need"));
+  // Within the values a vocab_size of its ids allows, it loads.
+  spec.max_vocab_size = kEntries;
+  auto loaded = LoadTokenizer(spec);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->vocab_size(), size_t{kEntries});
+}
+
 TEST(LoadTokenizerTest, VocabTxtWithOptions) {
   TokenizerSpec spec;
   spec.format = TokenizerFormat::kVocabTxt;
