@@ -173,13 +173,13 @@ absl::Status ValidateTokenizer(const ModelConfig& c) {
                      "\"; must be a file name in the model's folder, without "
                      "a directory"));
   }
-  // A folder's revision leaves hidden files out (model_fingerprint.h), so
-  // an edited hidden tokenizer would serve under the old revision.
+  // A folder's signature leaves hidden files out (model_fingerprint.h), so
+  // no reload would see an edited hidden tokenizer.
   if (absl::StartsWith(t.file, ".")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "field 'tokenizer.file' is \"", absl::CHexEscape(t.file),
         "\"; must not be a hidden file (a name starting with '.'), which "
-        "the model's revision does not cover"));
+        "a reload does not look at"));
   }
   if (TokenizerFileTypeOf(t) == TokenizerFileType::kUnknown) {
     return absl::InvalidArgumentError(absl::StrCat(

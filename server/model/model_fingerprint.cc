@@ -10,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/common/status_macros.h"
+#include "server/model/model_config.h"
 
 namespace favor::model {
 namespace {
@@ -73,17 +75,35 @@ class Hasher {
 
 }  // namespace
 
-absl::StatusOr<std::string> FolderRevision(const std::string& folder) {
+absl::StatusOr<std::vector<std::string>> FilesLoadedFrom(
+    const std::string& folder) {
   std::error_code error;
   if (!fs::is_directory(folder, error)) {
     return absl::NotFoundError(absl::StrCat(folder, " is not a folder"));
   }
+  ASSIGN_OR_RETURN(const ModelConfig config,
+                   LoadModelConfig(folder + "/config.json"));
+  std::vector<std::string> files = {"config.json", "model.safetensors"};
+  if (!config.tokenizer.file.empty()) {
+    files.push_back(config.tokenizer.file);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+absl::StatusOr<std::string> FolderRevision(const std::string& folder) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> files,
+                   FilesLoadedFrom(folder));
   Hasher hasher;
   std::vector<char> buffer(1 << 20);
-  for (const fs::path& file : FilesOf(folder)) {
-    const std::string name = file.generic_string();
+  for (const std::string& name : files) {
+    // A file that is not there, or is no regular file, is the load's to
+    // report; its name alone goes into the revision.
     hasher.Add(name.data(), name.size());
-    std::ifstream in(fs::path(folder) / file, std::ios::binary);
+    const fs::path path = fs::path(folder) / name;
+    std::error_code error;
+    if (!fs::is_regular_file(path, error)) continue;
+    std::ifstream in(path, std::ios::binary);
     if (!in) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot read ", folder, "/", name));

@@ -1,25 +1,38 @@
 // What identifies the contents of a model folder, for reloading
-// (docs/models.md, Versions): a revision computed from the files' bytes,
-// and a cheap signature (names, sizes, modification times) that tells a
-// poll whether the folder may have changed since it was last read.
+// (docs/models.md, Versions): a revision computed from the bytes of the
+// files a load reads, and a cheap signature (names, sizes, modification
+// times) that tells a poll whether the folder may have changed since it was
+// last read.
 //
-// A folder's files are its regular, non-hidden files, recursively, sorted
-// by relative path; the revision covers their paths and contents, so two
-// replicas with the same files report the same revision whatever their
-// modification times. LibTorch-free.
+// The revision covers config.json, model.safetensors and the tokenizer file
+// config.json names, by name and contents, so two replicas with the same
+// files report the same revision whatever their modification times, and
+// what else the folder holds (a README, a pytorch_model.bin or an ONNX
+// export beside the weights) is neither read nor part of it. The signature
+// covers every regular, non-hidden file, recursively. LibTorch-free.
 #ifndef FAVOR_SERVER_MODEL_MODEL_FINGERPRINT_H_
 #define FAVOR_SERVER_MODEL_MODEL_FINGERPRINT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace favor::model {
 
-// 16 hex digits: a 64-bit fingerprint of the folder's file paths and
-// bytes. Not cryptographic: it names revisions, it does not authenticate
-// them. Reads every file once (about 1 GB/s). NOT_FOUND or
-// INVALID_ARGUMENT naming the file when one cannot be read.
+// The files a load of `folder` reads, sorted: config.json,
+// model.safetensors and config.json's tokenizer.file when it names one.
+// NOT_FOUND when `folder` is not a folder; config.json's own errors
+// (LoadModelConfig) when it cannot be read or is not valid.
+absl::StatusOr<std::vector<std::string>> FilesLoadedFrom(
+    const std::string& folder);
+
+// 16 hex digits: a 64-bit fingerprint of the names and bytes of
+// FilesLoadedFrom(folder); a file that is missing or not a regular file
+// counts by its name alone (the load reports it). Not cryptographic: it
+// names revisions, it does not authenticate them. Reads each file once
+// (about 1 GB/s). FilesLoadedFrom's errors, or INVALID_ARGUMENT naming the
+// file when one cannot be read.
 absl::StatusOr<std::string> FolderRevision(const std::string& folder);
 
 // The files' relative paths, sizes and modification times (nanoseconds),

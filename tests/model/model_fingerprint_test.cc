@@ -1,7 +1,9 @@
 // FolderRevision and FolderSignature (model_fingerprint.h), on folders
-// written here: the revision follows the files' paths and bytes and nothing
-// else; the signature follows what a stat sees.
+// written here: the revision follows the names and bytes of the files a load
+// reads and nothing else; the signature follows what a stat sees.
 #include "server/model/model_fingerprint.h"
+
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -34,17 +36,22 @@ class ModelFingerprintTest : public TempDirTest {
   std::string Signature(const std::string& folder) {
     return FolderSignature((fs::path(dir_) / folder).string());
   }
-  // A model-like folder: a config, 1 MiB + 3 bytes of weights (a partial
-  // last word), a nested file.
+  // A model-like folder: a config that names a tokenizer file, 1 MiB + 3
+  // bytes of weights (a partial last word), the tokenizer file.
   void WriteModel(const std::string& folder) {
+    Write(folder, "config.json", kConfig);
+    Write(folder, "model.safetensors", Weights() + "xyz");
+    Write(folder, "vocab.txt", "[PAD]\n[UNK]\n");
+  }
+  static std::string Weights() {
     std::string weights(std::size_t{1} << 20, '\0');
     for (std::size_t i = 0; i < weights.size(); ++i) {
       weights[i] = static_cast<char>(i * 131 % 251);
     }
-    Write(folder, "config.json", "{\"version\": \"v1\"}");
-    Write(folder, "model.safetensors", weights + "xyz");
-    Write(folder, "tokenizer/vocab.txt", "[PAD]\n[UNK]\n");
+    return weights;
   }
+  static constexpr char kConfig[] =
+      R"({"version": "v1", "tokenizer": {"file": "vocab.txt"}})";
 };
 
 TEST_F(ModelFingerprintTest, SameFilesGiveTheSameRevisionWhateverTheirTimes) {
@@ -59,7 +66,7 @@ TEST_F(ModelFingerprintTest, SameFilesGiveTheSameRevisionWhateverTheirTimes) {
   EXPECT_NE(Signature("b"), Signature("a"));
 }
 
-TEST_F(ModelFingerprintTest, AnyChangedByteOrPathChangesTheRevision) {
+TEST_F(ModelFingerprintTest, AnyChangedByteOfALoadedFileChangesTheRevision) {
   WriteModel("base");
   const std::string base = Revision("base");
   struct Change {
@@ -67,10 +74,7 @@ TEST_F(ModelFingerprintTest, AnyChangedByteOrPathChangesTheRevision) {
     const char* file;
     std::string bytes;
   };
-  std::string weights(std::size_t{1} << 20, '\0');
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    weights[i] = static_cast<char>(i * 131 % 251);
-  }
+  const std::string weights = Weights();
   std::string middle = weights + "xyz";
   middle[500000] ^= 1;
   for (const Change& change :
@@ -79,29 +83,68 @@ TEST_F(ModelFingerprintTest, AnyChangedByteOrPathChangesTheRevision) {
                weights + "xyZ"},
         Change{"a zero byte appended", "model.safetensors",
                weights + std::string("xyz\0", 4)},
-        Change{"the config", "config.json", "{\"version\": \"v2\"}"},
-        Change{"a nested file", "tokenizer/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n"},
-        Change{"a new file", "README.md", "card"}}) {
+        Change{"the config", "config.json",
+               R"({"version": "v2", "tokenizer": {"file": "vocab.txt"}})"},
+        Change{"the tokenizer", "vocab.txt", "[PAD]\n[UNK]\n[CLS]\n"}}) {
     fs::remove_all(fs::path(dir_) / "changed");
     WriteModel("changed");
     Write("changed", change.file, change.bytes);
     EXPECT_NE(Revision("changed"), base) << change.what;
   }
+  // The same tokenizer bytes under another name.
   fs::remove_all(fs::path(dir_) / "changed");
   WriteModel("changed");
-  fs::rename(fs::path(dir_) / "changed/config.json",
-             fs::path(dir_) / "changed/config2.json");
-  EXPECT_NE(Revision("changed"), base) << "a renamed file";
+  fs::rename(fs::path(dir_) / "changed/vocab.txt",
+             fs::path(dir_) / "changed/vocab2.txt");
+  Write("changed", "config.json",
+        R"({"version": "v1", "tokenizer": {"file": "vocab2.txt"}})");
+  const std::string renamed = Revision("changed");
+  EXPECT_NE(renamed, base);
+  // The file the config names gone: its name alone counts, and the load
+  // says what is missing.
+  fs::remove(fs::path(dir_) / "changed/vocab2.txt");
+  EXPECT_NE(Revision("changed"), renamed);
+}
+
+// What the load does not read is not read here either: a model card, the
+// other frameworks' weights a Hugging Face folder holds, even a named pipe
+// that would block a read.
+TEST_F(ModelFingerprintTest, FilesTheLoadDoesNotReadAreLeftOut) {
+  WriteModel("a");
+  const std::string revision = Revision("a"), signature = Signature("a");
+  Write("a", "README.md", "card");
+  Write("a", "onnx/model.onnx", "onnx");
+  Write("a", "tokenizer.json", "{}");
+  ASSERT_EQ(mkfifo((fs::path(dir_) / "a/pytorch_model.bin").c_str(), 0600), 0);
+  EXPECT_EQ(Revision("a"), revision);
+  EXPECT_NE(Signature("a"), signature);
+  // Nor does a loaded file that is no regular file block.
+  fs::remove(fs::path(dir_) / "a/vocab.txt");
+  ASSERT_EQ(mkfifo((fs::path(dir_) / "a/vocab.txt").c_str(), 0600), 0);
+  EXPECT_NE(Revision("a"), revision);
 }
 
 // Bytes moved from one file to the next are another revision: each file's
 // length is part of it.
 TEST_F(ModelFingerprintTest, BytesMovedAcrossFilesChangeTheRevision) {
-  Write("a", "1", "abcdefgh12");
-  Write("a", "2", "345");
-  Write("b", "1", "abcdefgh");
-  Write("b", "2", "12345");
+  Write("a", "config.json", kConfig);
+  Write("a", "model.safetensors", "abcdefgh12");
+  Write("a", "vocab.txt", "345");
+  Write("b", "config.json", kConfig);
+  Write("b", "model.safetensors", "abcdefgh");
+  Write("b", "vocab.txt", "12345");
   EXPECT_NE(Revision("a"), Revision("b"));
+}
+
+TEST_F(ModelFingerprintTest, TheConfigsErrorsAreTheRevisions) {
+  Write("a", "model.safetensors", "weights");
+  EXPECT_EQ(FolderRevision(dir_ + "/a").status().code(),
+            absl::StatusCode::kNotFound);
+  Write("a", "config.json", R"({"tokenizer": {"file": "../vocab.txt"}})");
+  const absl::Status status = FolderRevision(dir_ + "/a").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("config.json"), std::string::npos)
+      << status;
 }
 
 TEST_F(ModelFingerprintTest, HiddenFilesAndFoldersAreLeftOut) {
@@ -122,7 +165,7 @@ TEST_F(ModelFingerprintTest, SignatureFollowsSizesAndTimesRevisionBytes) {
                                   std::chrono::seconds(10));
   EXPECT_NE(Signature("a"), signature) << "touched";
   EXPECT_EQ(Revision("a"), revision) << "touched";
-  EXPECT_NE(Signature("a").find("config.json 17 "), std::string::npos)
+  EXPECT_NE(Signature("a").find("config.json 53 "), std::string::npos)
       << Signature("a");
 }
 
