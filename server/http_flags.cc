@@ -76,7 +76,7 @@ absl::Status CheckHttpFlagRanges() {
 
 absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
-    const std::vector<std::string>& tokens,
+    const std::vector<std::string>& tokens, const http::CallLimits& limits,
     const http::HttpServer::TlsFiles& tls,
     absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics) {
   const int port = absl::GetFlag(FLAGS_http_port);
@@ -89,6 +89,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
   api.default_timeout =
       absl::Milliseconds(absl::GetFlag(FLAGS_http_default_timeout_millis));
   api.cors_allow_origins = absl::GetFlag(FLAGS_http_cors_allow_origins);
+  api.call_limits = limits;
   grpc::ChannelArguments channel;
   channel.SetMaxReceiveMessageSize(-1);
   channel.SetMaxSendMessageSize(-1);

@@ -30,12 +30,13 @@ absl::Status CheckHttpFlagRanges();
 // Starts the HTTP API on `bind_address`:--http_port in front of
 // `grpc_server`'s Favor service (through its in-process channel); null when
 // --http_port=0.
-// `tokens` are the service's bearer tokens, `tls` the gRPC certificate
+// `tokens` are the service's bearer tokens, `limits` its per-call limits
+// (which bound request bodies), `tls` the gRPC certificate
 // files (the same flags serve both); `serving` answers GET /health;
 // `metrics` records every HTTP answer and must outlive the API.
 absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
-    const std::vector<std::string>& tokens,
+    const std::vector<std::string>& tokens, const http::CallLimits& limits,
     const http::HttpServer::TlsFiles& tls,
     absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics);
 

@@ -369,7 +369,11 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(auto http_api,
                    favor::StartHttpApi(
                        server.get(), absl::GetFlag(FLAGS_bind_address),
-                       options.bearer_tokens, HttpTlsFromFlags(),
+                       options.bearer_tokens,
+                       favor::http::CallLimits{options.max_inputs_per_call,
+                                               options.max_tokens_per_call,
+                                               options.max_spans_per_input},
+                       HttpTlsFromFlags(),
                        [] { return serving_now.load(); }, metrics.get()));
   RETURN_IF_ERROR(WarmUp(models));
   favor::LogMemoryEstimates(models);

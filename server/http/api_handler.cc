@@ -143,7 +143,8 @@ ApiHandler::ApiHandler(const Options& options,
       cors_(options.cors_allow_origins),
       serving_(std::move(serving)),
       metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
-      client_(std::move(channel)) {}
+      client_(std::move(channel)),
+      favor_json_(options.call_limits) {}
 
 Responder ApiHandler::Recorded(std::string route, Responder respond) const {
   return [this, route = std::move(route), start = absl::Now(),
@@ -289,7 +290,7 @@ void ApiHandler::Handle(const Request& request, Responder undecorated,
 
 void ApiHandler::Embeddings(const Request& request, Responder respond,
                             std::shared_ptr<ClientGone> client_gone) {
-  absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(request.body());
+  absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(request.body(), options_.call_limits);
   absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
   if (!call.ok() || !options.ok()) {
     return respond(

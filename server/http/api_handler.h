@@ -51,6 +51,9 @@ class ApiHandler final : public Handler {
     // CorsPolicy::Validate); empty: none (no CORS headers, OPTIONS is 405);
     // {"*"}: any.
     std::vector<std::string> cors_allow_origins;
+    // The service's per-call limits: a body that holds more than a call
+    // within them is refused before protobuf parses it (json_codec.h).
+    CallLimits call_limits;
   };
 
   // `channel` reaches the Favor service (favor-server: the gRPC server's

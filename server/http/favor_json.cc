@@ -20,10 +20,11 @@ std::string TypeUrl(const pb::Descriptor* type) {
 
 }  // namespace
 
-FavorJson::FavorJson()
+FavorJson::FavorJson(const CallLimits& limits)
+    : body_limits_(FavorBodyLimits(limits)),
     // The file descriptor of favor.proto (reached through one of its
     // messages, which also links it in).
-    : service_(
+      service_(
           v1::EmbedRequest::descriptor()->file()->FindServiceByName("Favor")),
       resolver_(pb::util::NewTypeResolverForDescriptorPool(
           std::string(kTypeUrlPrefix), pb::DescriptorPool::generated_pool())) {}
@@ -46,14 +47,15 @@ absl::StatusOr<std::string> FavorJson::RequestFromJson(
     absl::string_view method, absl::string_view json) const {
   const pb::MethodDescriptor* descriptor =
       service_->FindMethodByName(std::string(method));
-  absl::Status body = CheckRequestBody(json);
+  if (json.empty()) json = "{}";
+  absl::Status body = CheckRequestBody(json, body_limits_);
   if (!body.ok()) return body;
   pb::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   std::string binary;
   const auto status = pb::util::JsonToBinaryString(
       resolver_.get(), TypeUrl(descriptor->input_type()),
-      json.empty() ? "{}" : std::string(json), &binary, options);
+      std::string(json), &binary, options);
   if (!status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the request body is not a valid ",

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/util/type_resolver.h"
+#include "server/http/json_codec.h"
 
 namespace google::protobuf {
 class ServiceDescriptor;
@@ -23,7 +24,9 @@ namespace favor::http {
 
 class FavorJson {
  public:
-  FavorJson();
+  // Request bodies are checked against FavorBodyLimits(limits)
+  // (json_codec.h) before they are parsed.
+  explicit FavorJson(const CallLimits& limits = {});
 
   // NOT_FOUND when favor.v1.Favor has no method `name`, UNIMPLEMENTED for a
   // streaming one.
@@ -39,6 +42,7 @@ class FavorJson {
                                              const std::string& binary) const;
 
  private:
+  const JsonBodyLimits body_limits_;
   const google::protobuf::ServiceDescriptor* service_;
   std::unique_ptr<google::protobuf::util::TypeResolver> resolver_;
 };

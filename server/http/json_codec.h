@@ -5,6 +5,7 @@
 #ifndef FAVOR_SERVER_HTTP_JSON_CODEC_H_
 #define FAVOR_SERVER_HTTP_JSON_CODEC_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -13,17 +14,52 @@
 
 namespace favor::http {
 
-// INVALID_ARGUMENT unless `json` is valid UTF-8 and nests arrays and objects
-// at most kMaxJsonDepth (json_parse.h) deep: no request of the API needs more
-// than 6 levels, and protobuf's parser takes time superlinear in the depth
-// of nested arrays in a google.protobuf.Value (30 s for a 60 KB body of
-// 30,000 '['), on a thread of the HTTP event loop. One pass over the bytes,
-// nothing allocated; the JSON itself is not checked (the parser does that).
-absl::Status CheckRequestBody(absl::string_view json);
+// The service's per-call limits (FavorService::Options' fields of the same
+// names; favor-server's flags), which bound what a request body may hold.
+struct CallLimits {
+  int64_t max_inputs_per_call = 1024;
+  int64_t max_tokens_per_call = int64_t{1} << 20;
+  int64_t max_spans_per_input = 1024;
+};
 
-// INVALID_ARGUMENT naming what is wrong: not UTF-8, nested too deep,
-// not JSON, an unknown field, a value of the wrong type.
-absl::Status ParseJson(absl::string_view json,
+// What a request body may hold before protobuf parses it. Parsed, a JSON
+// value takes 50 to 500 times its bytes (a google.protobuf.Value tree, or
+// protobuf's stream writer's state), and the parse runs on a thread of the
+// HTTP event loop, so the service's limits are applied to the JSON first:
+// an outside audit's 32 MiB body of 8 million one-token inputs took 19 s
+// and 4 GB before the service refused it.
+struct JsonBodyLimits {
+  int64_t max_values = 0;      // every value, objects and arrays included
+  int64_t max_strings = 0;     // string values (keys not counted)
+  int64_t max_containers = 0;  // objects and arrays
+  // Objects and arrays in one array (a repeated message: inputs, spans).
+  int64_t max_nested_in_array = 0;
+  // Members of one object: the API's messages have fewer than 32 fields.
+  int64_t max_object_members = 64;
+  // Appended to the message of a count past its limit: where it comes from.
+  std::string why;
+};
+
+// OpenAI's embeddings request: a string, strings, token ids or token
+// lists, each at most one input.
+JsonBodyLimits EmbeddingsBodyLimits(const CallLimits& limits);
+// favor.proto's requests (EmbedRequest: inputs with token ids, text and
+// spans; TokenizeRequest: texts; AttendRequest: tensors).
+JsonBodyLimits FavorBodyLimits(const CallLimits& limits);
+
+// INVALID_ARGUMENT unless `json` is strict JSON (RFC 8259: protobuf's own
+// parser also takes single quotes, bare keys, trailing commas and raw
+// control characters in strings), valid UTF-8, without duplicate keys,
+// nested at most kMaxJsonDepth (json_parse.h) deep (protobuf's parser takes
+// time superlinear in the depth: 30 s for a 60 KB body of 30,000 '['), and
+// within `limits`, saying which limit it passed. One pass; nothing is kept
+// but the keys of the open objects.
+absl::Status CheckRequestBody(absl::string_view json,
+                              const JsonBodyLimits& limits);
+
+// CheckRequestBody, then protobuf's parse: INVALID_ARGUMENT naming what is
+// wrong, an unknown field or a value of the wrong type included.
+absl::Status ParseJson(absl::string_view json, const JsonBodyLimits& limits,
                        google::protobuf::Message* message);
 
 // `message` as JSON; `with_defaults` also prints fields at their default

@@ -123,9 +123,10 @@ void FillList(const v1::EmbedResponse& response, Embeddings* out) {
 
 }  // namespace
 
-absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view json) {
+absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(
+    absl::string_view json, const CallLimits& limits) {
   openai::EmbeddingsRequest parsed;
-  RETURN_IF_ERROR(ParseJson(json, &parsed));
+  RETURN_IF_ERROR(ParseJson(json, EmbeddingsBodyLimits(limits), &parsed));
   EmbeddingsCall call;
   RETURN_IF_ERROR(AddInputs(parsed.input(), &call.request));
   call.request.set_model(parsed.model());

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "favor/v1/favor.pb.h"
+#include "server/http/json_codec.h"
 
 namespace favor::http {
 
@@ -29,7 +30,9 @@ struct EmbeddingsCall {
   bool base64 = false;
 };
 
-absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view json);
+// `json` within EmbeddingsBodyLimits(limits) (json_codec.h), then parsed.
+absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(absl::string_view json,
+                                                      const CallLimits& limits);
 
 std::string EmbeddingsResponseJson(const v1::EmbedResponse& response,
                                    bool base64);
