@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace favor::tokenizer {
@@ -26,6 +27,13 @@ class Model {
   // and stateless: safe from many threads at once.
   virtual void Tokenize(absl::string_view word,
                         std::vector<ModelToken>* tokens) const = 0;
+  // INVALID_ARGUMENT when `text` (a whole text, before normalisation) would
+  // cost this model far more than its length; Encode refuses such a text
+  // before it starts. Most models are linear in every text.
+  virtual absl::Status CheckCost(absl::string_view text) const {
+    (void)text;
+    return absl::OkStatus();
+  }
   // The piece of `id`, empty when the vocabulary has no such id. The view
   // lives as long as the model.
   virtual absl::string_view IdToToken(int32_t id) const = 0;

@@ -62,6 +62,7 @@ PipelineTokenizer::PipelineTokenizer(Stages stages)
 absl::StatusOr<Encoding> PipelineTokenizer::Encode(
     absl::string_view text, const EncodeOptions& options) const {
   RETURN_IF_ERROR(CheckText(text));
+  RETURN_IF_ERROR(stages_.model->CheckCost(text));
   const PostProcessor* post =
       options.add_special_tokens ? stages_.post_processor.get() : nullptr;
   const size_t added_special_tokens = post ? post->added_tokens() : 0;

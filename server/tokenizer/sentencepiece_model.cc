@@ -9,6 +9,7 @@
 #include "server/tokenizer/sentencepiece_module.h"
 #include "server/tokenizer/template_processing.h"
 #include "server/tokenizer/tokenizer_builders.h"
+#include "server/tokenizer/unicode.h"
 
 namespace favor::tokenizer {
 
@@ -25,6 +26,54 @@ absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::Load(
                         absl::StrCat(what, ": ", processor.status().message()));
   }
   return absl::WrapUnique(new SentencePieceModel(*std::move(processor)));
+}
+
+SentencePieceModel::SentencePieceModel(
+    std::unique_ptr<spm_bridge::Processor> processor)
+    : processor_(std::move(processor)) {
+  for (int id = 0; id < processor_->size(); ++id) {
+    if (processor_->IsUnknown(id) || processor_->IsControl(id)) continue;
+    const std::string& piece = processor_->IdToPiece(id);
+    // Pieces are valid UTF-8 (the model loaded).
+    for (size_t pos = 0; pos < piece.size();) {
+      known_chars_.insert(NextChar(piece, &pos));
+    }
+  }
+  if (known_chars_.contains(U'\u2581')) known_chars_.insert(U' ');
+}
+
+absl::Status SentencePieceModel::CheckCost(absl::string_view text) const {
+  // A run ends at a known character that no combining mark follows (the
+  // normaliser may compose the two into an unknown one).
+  size_t run_begin = 0;
+  bool in_run = false;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t begin = pos;
+    const char32_t c = NextChar(text, &pos);
+    bool mark_follows = false;
+    if (pos < text.size()) {
+      size_t after = pos;
+      const char32_t following = NextChar(text, &after);
+      mark_follows =
+          CombiningClass(following) != 0 || IsNonspacingMark(following);
+    }
+    if (known_chars_.contains(c) && !mark_follows) {
+      in_run = false;
+      continue;
+    }
+    if (!in_run) {
+      in_run = true;
+      run_begin = begin;
+    }
+    if (pos - run_begin > kMaxUnknownRunBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "text has over ", kMaxUnknownRunBytes,
+          " bytes in a row (from byte ", run_begin,
+          ") of characters the SentencePiece model lacks: libsentencepiece's "
+          "time grows with the square of such a run"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void SentencePieceModel::Tokenize(absl::string_view word,

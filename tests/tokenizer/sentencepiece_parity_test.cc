@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "gmock/gmock.h"
 #include "server/tokenizer/load_tokenizer.h"
+#include "server/tokenizer/sentencepiece_model.h"
 #include "tests/tokenizer/corpus.h"
 
 namespace favor::tokenizer {
@@ -96,6 +98,48 @@ TEST_P(SentencePieceParityTest, TruncatedModelsNeverCrash) {
       EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
     }
   }
+}
+
+// libsentencepiece's time is quadratic in a run of characters the model
+// lacks (it merges their unknown pieces by copying), so such runs are
+// bounded; known text of any length is not. U+E000 (private use) is in no
+// model; "a" and " " are in both.
+TEST_P(SentencePieceParityTest, LongRunsOfUnknownCharactersAreRefused) {
+  TokenizerSpec spec;
+  spec.format = TokenizerFormat::kSentencePiece;
+  spec.path = ModelPath();
+  auto tokenizer = LoadTokenizer(spec);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const auto repeat = [](const std::string& text, size_t times) {
+    std::string out;
+    for (size_t i = 0; i < times; ++i) out.append(text);
+    return out;
+  };
+  const std::string kUnknown = "\xEE\x80\x80";  // U+E000, 3 bytes
+  const size_t most = kMaxUnknownRunBytes / 3;    // 65,535 bytes
+  for (const std::string& text :
+       {repeat(kUnknown, most), repeat(kUnknown + "a", 3 * most),
+        repeat(kUnknown + " ", 3 * most),
+        absl::StrCat("a", repeat(kUnknown, most), "a"),
+        repeat("the quick brown fox ", 100000)}) {
+    const auto encoding = (*tokenizer)->Encode(text);
+    EXPECT_TRUE(encoding.ok()) << text.size() << ": " << encoding.status();
+  }
+  const auto refused = [&](const std::string& text, size_t from) {
+    const auto encoding = (*tokenizer)->Encode(text);
+    EXPECT_EQ(encoding.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(encoding.status().message()),
+                ::testing::HasSubstr(absl::StrCat(
+                    "text has over 65536 bytes in a row (from byte ", from,
+                    ") of characters the SentencePiece model lacks")));
+  };
+  refused(repeat(kUnknown, most + 1), 0);
+  refused(absl::StrCat("a a", repeat(kUnknown, most + 1)), 3);
+  // A character that combining marks follow joins the run, known or not
+  // (the normaliser may compose them into one the model lacks): the
+  // audit's "a" and U+0301 (known to both models) a million times took
+  // 26 s.
+  refused(absl::StrCat("a a", repeat("\xCC\x81", 40000)), 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SentencePieceParityTest,
