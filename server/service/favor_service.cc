@@ -428,7 +428,8 @@ absl::Status FavorService::StartTokenize(UnaryCall* call,
         }
         const absl::Time start = absl::Now();
         const absl::Status status =
-            TokenizeTexts(request, *model.tokenizer, response);
+            TokenizeTexts(request, *model.tokenizer,
+                          entry->limits.max_tokens_per_call, response);
         metrics_->RecordTokenization(model.name, absl::Now() - start);
         call->Answer(status);
       });

@@ -27,7 +27,8 @@ void Write(const tokenizer::Encoding& encoding, v1::TokenizedText* out) {
 
 absl::Status TokenizeTexts(const v1::TokenizeRequest& request,
                            const tokenizer::Tokenizer& tokenizer,
-                           v1::TokenizeResponse* response) {
+                           int64_t max_tokens, v1::TokenizeResponse* response) {
+  int64_t tokens = 0;
   tokenizer::EncodeOptions options;
   options.add_special_tokens = !request.without_special_tokens();
   for (int i = 0; i < request.texts_size(); ++i) {
@@ -37,6 +38,13 @@ absl::Status TokenizeTexts(const v1::TokenizeRequest& request,
       return absl::Status(
           encoding.status().code(),
           absl::StrCat("texts[", i, "]: ", encoding.status().message()));
+    }
+    tokens += static_cast<int64_t>(encoding->size());
+    if (tokens > max_tokens) {
+      response->clear_texts();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "texts[0..", i, "] have ", tokens, " tokens, over the ", max_tokens,
+          " a call may have (max_tokens_per_call)"));
     }
     Write(*encoding, response->add_texts());
   }

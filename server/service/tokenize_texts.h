@@ -13,10 +13,14 @@ namespace favor::service {
 
 // Fills response->texts, one per request text. INVALID_ARGUMENT naming the
 // text ("texts[2]: text is not valid UTF-8: ... at byte offset 4") for a
-// text the tokenizer refuses; the request passed CheckTokenizeRequest.
+// text the tokenizer refuses, or once the texts have more than `max_tokens`
+// tokens in all (an Embed call's max_tokens_per_call: the answer of
+// 16 MiB of "!" would be 142 MB, over gRPC's largest message, and was
+// built before gRPC refused to send it); the request passed
+// CheckTokenizeRequest.
 absl::Status TokenizeTexts(const v1::TokenizeRequest& request,
                            const tokenizer::Tokenizer& tokenizer,
-                           v1::TokenizeResponse* response);
+                           int64_t max_tokens, v1::TokenizeResponse* response);
 
 }  // namespace favor::service
 

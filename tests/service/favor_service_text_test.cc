@@ -410,6 +410,34 @@ TEST_F(TextServiceTest, TokenizeGivesIdsTokensAndByteOffsets) {
   EXPECT_THAT(empty.error_message(), HasSubstr("texts[2] is empty"));
 }
 
+// An outside audit: 10 MiB of "!" (within the text limit) was tokenised
+// into a 142 MB answer that gRPC then refused to send, as RESOURCE_EXHAUSTED
+// about a message the client never sent. A Tokenize call answers at most
+// max_tokens_per_call tokens (100 here), as an Embed call reads.
+TEST_F(TextServiceTest, TokenizeAnswersAtMostACallsTokens) {
+  Start();
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "the cat ";  // 40 tokens, 42 framed
+  v1::TokenizeRequest request;
+  request.add_texts(text);
+  request.add_texts(text);
+  v1::TokenizeResponse response;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(server_->stub().Tokenize(&context, request, &response).ok());
+    EXPECT_EQ(response.texts(0).ids_size() + response.texts(1).ids_size(),
+              84);
+  }
+  request.add_texts(text);
+  grpc::ClientContext context;
+  const grpc::Status over =
+      server_->stub().Tokenize(&context, request, &response);
+  EXPECT_EQ(over.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_THAT(over.error_message(),
+              HasSubstr("texts[0..2] have 126 tokens, over the 100 a call may "
+                        "have (max_tokens_per_call)"));
+}
+
 TEST_F(TextServiceTest, GetModelReportsTheTokenizerAndTheTextLimits) {
   FavorService::Options options;
   options.max_text_bytes_per_call = 1000;
