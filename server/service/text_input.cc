@@ -126,6 +126,13 @@ absl::StatusOr<PreparedInput> PrepareTextInput(
   RETURN_IF_ERROR(CheckRoomForText(special, options, limits));
   ASSIGN_OR_RETURN(const Encoding content,
                    EncodeContent(index, input.text(), tokenizer));
+  if (content.size() == 0 && special == 0) {
+    // Else the batcher's "num_tokens must be >= 1", naming nothing.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inputs[", index,
+        "].text has no tokens: the tokenizer drops all of it (whitespace, "
+        "format characters) and the model adds no special tokens"));
+  }
   const int64_t room = limits.max_tokens_per_input - special;
   if (options.truncation == v1::TRUNCATION_CHUNK) {
     return Windows(tokenizer, content, room, options.chunk_overlap_tokens);

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/tokenizer/tokenizer_builders.h"
 #include "tests/service/test_server.h"
 
 namespace favor::service {
@@ -142,6 +143,37 @@ TEST(TextInputTest, NoRoomBesideTheSpecialTokens) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(),
               HasSubstr("max_tokens_per_input (2) leaves no room for text"));
+}
+
+// Found by an outside audit: text a tokenizer drops whole (whitespace, a
+// soft hyphen) for a model that adds no special tokens met the batcher's
+// "num_tokens must be >= 1", which names no input.
+TEST(TextInputTest, TextWithNoTokensAndNoSpecialTokensNamesTheInput) {
+  const auto bare = tokenizer::TokenizerFromHuggingFaceJson(
+      R"({"normalizer": {"type": "BertNormalizer"},
+          "pre_tokenizer": {"type": "BertPreTokenizer"},
+          "post_processor": null,
+          "model": {"type": "WordPiece", "unk_token": "[UNK]",
+                    "vocab": {"[UNK]": 0, "the": 1}}})",
+      "tokenizer.json");
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  for (const v1::Truncation truncation :
+       {v1::TRUNCATION_NONE, v1::TRUNCATION_RIGHT, v1::TRUNCATION_CHUNK}) {
+    const auto refused = PrepareTextInput(3, Text(" \t\xC2\xAD "), **bare,
+                                          Truncation(truncation), Limits(8));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.status().message(),
+                HasSubstr("inputs[3].text has no tokens"));
+  }
+  const auto the = PrepareTextInput(0, Text(" the "), **bare,
+                                    ResolvedEmbedOptions(), Limits(8));
+  ASSERT_TRUE(the.ok()) << the.status();
+  EXPECT_THAT(the->token_ids, ElementsAre(1));
+  // With special tokens the text is its [CLS] [SEP].
+  const auto framed = PrepareTextInput(0, Text(" \t "), *Bert(),
+                                       ResolvedEmbedOptions(), Limits(8));
+  ASSERT_TRUE(framed.ok()) << framed.status();
+  EXPECT_THAT(framed->token_ids, ElementsAre(2, 3));
 }
 
 }  // namespace
