@@ -275,6 +275,21 @@ absl::Status AddTemplateSpecial(const Json& specials, const std::string& name,
   return absl::OkStatus();
 }
 
+// A template item's "type_id" must be 0 (or absent): the encoder adds token
+// type row 0 to every token (encoder.h), and a template of type 1 would be
+// embedded unlike transformers embeds it.
+absl::Status CheckTypeId(const Json& item, absl::string_view where) {
+  const Json* type_id = Member(item, "type_id");
+  if (type_id == nullptr ||
+      (type_id->is_number_integer() && type_id->get<int64_t>() == 0)) {
+    return absl::OkStatus();
+  }
+  return Invalid(where, absl::StrCat("\"single\" gives type_id ",
+                                     DescribeJson(*type_id),
+                                     "; only 0 is supported (Favor adds token "
+                                     "type 0 to every token)"));
+}
+
 // {"single": [{"SpecialToken": {"id": "[CLS]"}}, {"Sequence": {"id": "A"}},
 // ...], "special_tokens": {...}}; "pair" is not used (one text at a time).
 absl::StatusOr<std::vector<TemplateProcessing::Item>> ParseTemplate(
@@ -292,11 +307,13 @@ absl::StatusOr<std::vector<TemplateProcessing::Item>> ParseTemplate(
     const Json* sequence =
         piece.is_object() ? Member(piece, "Sequence") : nullptr;
     if (sequence != nullptr && sequence->is_object()) {
+      RETURN_IF_ERROR(CheckTypeId(*sequence, where));
       ASSIGN_OR_RETURN(const std::string id,
                        GetString(*sequence, "id", "", where));
       if (id != "A") return Invalid(where, "\"single\" may hold only $A");
       items.push_back({/*is_sequence=*/true, "", 0});
     } else if (special != nullptr && special->is_object()) {
+      RETURN_IF_ERROR(CheckTypeId(*special, where));
       ASSIGN_OR_RETURN(const std::string name,
                        GetString(*special, "id", "", where));
       RETURN_IF_ERROR(AddTemplateSpecial(*specials, name, where, &items));

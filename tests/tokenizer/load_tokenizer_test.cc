@@ -150,6 +150,13 @@ TEST(LoadTokenizerTest, HostileTokenizerJsonIsAnErrorNamingTheProblem) {
       {Edit(R"("model": {)", R"("model": 3, "old": {)"),
        "\"model\" must be an object"},
       {Edit(R"("hello": 4)", "\"hello\": 4, \"hello\": 4"), "duplicate key"},
+      // Favor embeds every token with type 0; transformers would not.
+      {Edit(R"({"Sequence": {"id": "A", "type_id": 0}})",
+            R"({"Sequence": {"id": "A", "type_id": 1}})"),
+       "\"single\" gives type_id number 1; only 0 is supported"},
+      {Edit(R"({"SpecialToken": {"id": "[SEP]", "type_id": 0}})",
+            R"({"SpecialToken": {"id": "[SEP]", "type_id": "0"}})"),
+       "gives type_id string '0'"},
   };
   for (const Case& c : cases) {
     const absl::Status status = LoadJson(c.json).status();
