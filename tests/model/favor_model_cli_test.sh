@@ -82,6 +82,9 @@ expect_error "has no tokenizer" "$cli" tokenize "$tmp/small" </dev/null
 expect_error "more than the model's vocab_size (4)" "$cli" init \
   --output "$tmp/narrow" --layers 1 --hidden 32 --heads 2 --ffn 64 --vocab 4 \
   --tokenizer "$tmp/vocab.txt"
+# It names the file given, not the staged copy init removed.
+grep -qF -- "--tokenizer $tmp/vocab.txt: the tokenizer has" "$tmp/err" \
+  || fail "init names $(cat "$tmp/err")"
 expect_error "--tokenizer $tmp/none.txt" "$cli" init --output "$tmp/none" \
   --layers 1 --hidden 32 --heads 2 --ffn 64 --tokenizer "$tmp/none.txt"
 # A failed init leaves nothing: no half model for a polling server to load,

@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
@@ -184,7 +185,16 @@ absl::Status CopyTokenizer(const ModelConfig& config,
     return absl::NotFoundError(absl::StrCat(
         "--tokenizer ", source, ": cannot copy: ", error.message()));
   }
-  return LoadModelTokenizer(output, config).status();
+  const absl::Status loaded = LoadModelTokenizer(output, config).status();
+  if (loaded.ok()) return loaded;
+  // The message names the staged copy, which a failed init removes: name
+  // the file the user gave.
+  return absl::Status(
+      loaded.code(),
+      absl::StrReplaceAll(
+          loaded.message(),
+          {{(std::filesystem::path(output) / config.tokenizer.file).string(),
+            absl::StrCat("--tokenizer ", source)}}));
 }
 
 absl::Status Init() {
