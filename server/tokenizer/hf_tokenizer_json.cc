@@ -214,10 +214,13 @@ absl::StatusOr<AddedToken> ParseAddedToken(const Json& entry,
                    GetBool(entry, "single_word", false, where));
   ASSIGN_OR_RETURN(const bool normalized,
                    GetBool(entry, "normalized", false, where));
-  if (single_word || normalized) {
-    return Invalid(where,
-                   "\"single_word\": true and \"normalized\": true are "
-                   "not supported");
+  for (const auto& [name, set] :
+       {std::pair{"single_word", single_word}, {"normalized", normalized}}) {
+    if (set) {
+      return Invalid(where, absl::StrCat("\"", name,
+                                         "\": true is not supported (only "
+                                         "false)"));
+    }
   }
   return token;
 }

@@ -144,7 +144,7 @@ TEST(LoadTokenizerTest, HostileTokenizerJsonIsAnErrorNamingTheProblem) {
       {Edit(R"("ids": [2])", R"("ids": [-2])"), "must be an integer"},
       {Edit(R"("normalized": false, "special": true}],)",
             R"("normalized": true, "special": true}],)"),
-       "not supported"},
+       "added_tokens[3]: \"normalized\": true is not supported (only false)"},
       {Edit(R"({"id": 0, "content": "[PAD]")", R"({"id": 0, "content": 5)"),
        "\"content\" must be a string"},
       {Edit(R"("model": {)", R"("model": 3, "old": {)"),
