@@ -52,8 +52,13 @@ Response Render(Status http_status, absl::string_view message,
   } else {
     error->mutable_code()->set_string_value(std::string(code));
   }
-  return MakeResponse(http_status, "application/json",
-                      PrintJson(body, /*with_defaults=*/true));
+  Response response = MakeResponse(http_status, "application/json",
+                                   PrintJson(body, /*with_defaults=*/true));
+  // RFC 9110 15.5.2: a 401 says which scheme the server takes.
+  if (http_status == Status::unauthorized) {
+    response.set(boost::beast::http::field::www_authenticate, "Bearer");
+  }
+  return response;
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "boost/asio/bind_executor.hpp"
 #include "boost/asio/post.hpp"
@@ -113,6 +114,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // The request being answered is a HEAD: handled as a GET, answered
   // without the body (its Content-Length kept), RFC 9110 9.3.2.
   bool head_ = false;
+  // The version of the request being answered (10 or 11).
+  unsigned request_version_ = 11;
   // The request being answered's, while the answer is pending.
   std::shared_ptr<ClientGone> client_gone_;
   // A peek at the socket is outstanding (WatchForClientGone), into this.
@@ -163,6 +166,27 @@ void Session<Stream>::OnHeader(beast::error_code error) {
     parser_->get().method(beast::http::verb::get);
   }
   const RequestHeader& header = parser_->get().base();
+  request_version_ = header.version();
+  // RFC 9112: an HTTP/1.1 request has exactly one Host (3.2), and a
+  // transfer coding the server does not know is a 501 (6.1); Beast's parser
+  // reads "gzip, chunked" as chunked.
+  const size_t hosts = header.count(beast::http::field::host);
+  if (header.version() >= 11 && hosts != 1) {
+    return Write(core_->handler->Refuse(
+                     Status::bad_request,
+                     absl::StrCat("an HTTP/1.1 request has one Host header, "
+                                  "not ", hosts)),
+                 false);
+  }
+  const auto coding = header.find(beast::http::field::transfer_encoding);
+  if (coding != header.end() && !beast::iequals(coding->value(), "chunked")) {
+    return Write(core_->handler->Refuse(
+                     Status::not_implemented,
+                     absl::StrCat("Transfer-Encoding '",
+                                  std::string(coding->value()),
+                                  "' is not supported (only chunked)")),
+                 false);
+  }
   std::optional<Response> refusal = core_->handler->CheckHeader(header);
   if (refusal.has_value()) return Write(std::move(*refusal), false);
   if (beast::iequals(header[beast::http::field::expect], "100-continue")) {
@@ -281,8 +305,15 @@ void Session<Stream>::Write(Response response, bool keep_alive) {
   }
   response_ = std::move(response);
   response_.version(11);
-  keep_alive = keep_alive && !core_->stopped.load();
+  // A 503 (draining, not serving) closes the connection, so that a pooled
+  // client reconnects, to another replica where there is one.
+  keep_alive = keep_alive && !core_->stopped.load() &&
+               response_.result() != beast::http::status::service_unavailable;
   response_.keep_alive(keep_alive);
+  // An HTTP/1.0 client keeps the connection only when told (RFC 9112 9.3).
+  if (keep_alive && request_version_ < 11) {
+    response_.set(beast::http::field::connection, "keep-alive");
+  }
   response_.prepare_payload();
   // Beast says "Content-Length: 0"; RFC 9110 forbids the field on a 204.
   if (response_.result() == beast::http::status::no_content) {
