@@ -27,13 +27,17 @@ class SentencePieceParityTest : public ::testing::TestWithParam<std::string> {
   std::string ModelPath() const {
     return absl::StrCat(kReferences, "/spm/", GetParam(), ".model");
   }
+  // The parameter's model, as a model folder names it.
+  TokenizerSpec Spec() const {
+    TokenizerSpec spec;
+    spec.format = TokenizerFormat::kSentencePiece;
+    spec.path = ModelPath();
+    return spec;
+  }
 };
 
 TEST_P(SentencePieceParityTest, MatchesPythonSentencePiece) {
-  TokenizerSpec spec;
-  spec.format = TokenizerFormat::kSentencePiece;
-  spec.path = ModelPath();
-  auto tokenizer = LoadTokenizer(spec);
+  auto tokenizer = LoadTokenizer(Spec());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   const auto corpus = testing::ReadCorpus(kCorpora + "/corpus.txt");
   const auto references = testing::ReadJsonLines(
@@ -62,9 +66,7 @@ TEST_P(SentencePieceParityTest, MatchesPythonSentencePiece) {
 }
 
 TEST_P(SentencePieceParityTest, BosAndEosFrameTheTextWithEmptySpans) {
-  TokenizerSpec spec;
-  spec.format = TokenizerFormat::kSentencePiece;
-  spec.path = ModelPath();
+  TokenizerSpec spec = Spec();
   spec.sentencepiece.add_bos = true;
   spec.sentencepiece.add_eos = true;
   auto tokenizer = LoadTokenizer(spec);
@@ -105,10 +107,7 @@ TEST_P(SentencePieceParityTest, TruncatedModelsNeverCrash) {
 // bounded; known text of any length is not. U+E000 (private use) is in no
 // model; "a" and " " are in both.
 TEST_P(SentencePieceParityTest, LongRunsOfUnknownCharactersAreRefused) {
-  TokenizerSpec spec;
-  spec.format = TokenizerFormat::kSentencePiece;
-  spec.path = ModelPath();
-  auto tokenizer = LoadTokenizer(spec);
+  auto tokenizer = LoadTokenizer(Spec());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   const auto repeat = [](const std::string& text, size_t times) {
     std::string out;
