@@ -1,5 +1,6 @@
 #include "server/tokenizer/load_tokenizer.h"
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -45,8 +46,14 @@ constexpr char kTokenizerJson[] = R"({
               "world": 5, "##s": 6}}
 })";
 
+// In a folder of the running test's own: ctest runs tests side by side, and
+// TempDir() is shared.
 std::string WriteFile(const std::string& name, const std::string& bytes) {
-  const std::string path = absl::StrCat(testing::TempDir(), "/", name);
+  const std::string folder = absl::StrCat(
+      testing::TempDir(), "/",
+      testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::create_directories(folder);
+  const std::string path = absl::StrCat(folder, "/", name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }

@@ -88,7 +88,7 @@ TEST_P(SentencePieceParityTest, TruncatedModelsNeverCrash) {
   ASSERT_GT(model.size(), 1000u);
   TokenizerSpec spec;
   spec.format = TokenizerFormat::kSentencePiece;
-  spec.path = absl::StrCat(::testing::TempDir(), "/cut.model");
+  spec.path = absl::StrCat(::testing::TempDir(), "/cut_", GetParam(), ".model");
   for (size_t size = 0; size < model.size(); size += model.size() / 97 + 1) {
     std::ofstream(spec.path, std::ios::binary) << model.substr(0, size);
     auto tokenizer = LoadTokenizer(spec);
