@@ -1,6 +1,7 @@
 #include "server/http/json_codec.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,9 +135,11 @@ class BodyChecker {
   absl::Status status_;
 };
 
-}  // namespace
-
-namespace {
+// The flags have no upper bounds: counts are summed in double and capped.
+int64_t Capped(double count) {
+  return count >= static_cast<double>(INT64_MAX) ? INT64_MAX
+                                                 : static_cast<int64_t>(count);
+}
 
 std::string Why(const CallLimits& limits) {
   return absl::StrCat(", more than a call of at most ",
@@ -151,11 +154,12 @@ JsonBodyLimits EmbeddingsBodyLimits(const CallLimits& limits) {
   JsonBodyLimits body;
   body.why = Why(limits);
   // {"input": [[ids], ...], "model": "...", ...}
+  const double inputs = static_cast<double>(limits.max_inputs_per_call);
   body.max_nested_in_array = limits.max_inputs_per_call;
-  body.max_containers = limits.max_inputs_per_call + 2;
-  body.max_strings = limits.max_inputs_per_call + 3;  // model, format, user
+  body.max_containers = Capped(inputs + 2);
+  body.max_strings = Capped(inputs + 3);  // model, format, user
   body.max_values =
-      limits.max_tokens_per_call + 2 * limits.max_inputs_per_call + 16;
+      Capped(static_cast<double>(limits.max_tokens_per_call) + 2 * inputs + 16);
   return body;
 }
 
@@ -165,13 +169,17 @@ JsonBodyLimits FavorBodyLimits(const CallLimits& limits) {
   // {"inputs": [{"token_ids": [...], "text": "...", "spans": [{...}, ...],
   // ...}, ...], ...}: an input is an object with two arrays, a span an
   // object of a few numbers.
-  const int64_t spans = limits.max_inputs_per_call * limits.max_spans_per_input;
+  const double inputs = static_cast<double>(limits.max_inputs_per_call);
+  const double containers =
+      3 * inputs + inputs * static_cast<double>(limits.max_spans_per_input) +
+      64;
+  const double strings = 8 * inputs + 64;
   body.max_nested_in_array =
       std::max(limits.max_inputs_per_call, limits.max_spans_per_input);
-  body.max_containers = 3 * limits.max_inputs_per_call + spans + 64;
-  body.max_strings = 8 * limits.max_inputs_per_call + 64;
-  body.max_values = limits.max_tokens_per_call + 4 * body.max_containers +
-                    body.max_strings + 16 * limits.max_inputs_per_call;
+  body.max_containers = Capped(containers);
+  body.max_strings = Capped(strings);
+  body.max_values = Capped(static_cast<double>(limits.max_tokens_per_call) +
+                           4 * containers + strings + 16 * inputs);
   return body;
 }
 

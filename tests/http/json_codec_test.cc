@@ -244,6 +244,19 @@ TEST(FavorBodyLimitsTest, TheLargestCallOfEachMethodPasses) {
                         "server's limits) needs"));
 }
 
+// The service's flags have no upper bound: limits saturate, never wrap.
+TEST(FavorBodyLimitsTest, HugeCallLimitsSaturate) {
+  const CallLimits huge = {INT64_MAX / 2, INT64_MAX / 2, INT64_MAX / 2};
+  for (const JsonBodyLimits& limits :
+       {FavorBodyLimits(huge), EmbeddingsBodyLimits(huge)}) {
+    EXPECT_EQ(limits.max_values, INT64_MAX);
+    EXPECT_EQ(limits.max_containers, INT64_MAX);
+    EXPECT_GT(limits.max_strings, INT64_MAX / 4);
+    EXPECT_TRUE(
+        CheckRequestBody(R"({"inputs": [{"token_ids": [1]}]})", limits).ok());
+  }
+}
+
 TEST(EmbeddingsBodyLimitsTest, TheLargestCallPassesAndOneInputMoreDoesNot) {
   const JsonBodyLimits limits = EmbeddingsBodyLimits(kLimits);
   const auto request = [](int inputs, int tokens, bool text) {
