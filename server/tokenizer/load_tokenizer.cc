@@ -86,7 +86,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(
         " token ids, more than the model's vocab_size (", spec.max_vocab_size,
         "): its ids must all be below vocab_size"));
   };
-  absl::StatusOr<std::unique_ptr<Tokenizer>> loaded;
+  absl::StatusOr<std::unique_ptr<Tokenizer>> loaded =
+      absl::InvalidArgumentError("unknown tokenizer format");
   switch (spec.format) {
     case TokenizerFormat::kTokenizerJson:
       loaded = TokenizerFromHuggingFaceJson(bytes, spec.path,
@@ -110,9 +111,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(
       break;
   }
   if (!loaded.ok()) return loaded.status();
-  if (*loaded == nullptr) {
-    return absl::InvalidArgumentError("unknown tokenizer format");
-  }
   const size_t ids = (*loaded)->vocab_size();
   if (spec.max_vocab_size > 0 && ids > spec.max_vocab_size) {
     return too_many_ids(ids);
