@@ -125,6 +125,22 @@ if [[ -f "$default_model/model.safetensors" ]]; then
     || fail "default model verify"
 fi
 
+# A tensor name with a control sequence and a line break of its own is
+# printed escaped: a file cannot write to the terminal through inspect.
+mkdir "$tmp/names"
+cp "$tmp/small/config.json" "$tmp/names/"
+/usr/bin/python3 - "$tmp/names/model.safetensors" <<'PY'
+import json, struct, sys
+header = json.dumps({"a\x1b[31mred\nweights: fake": {
+    "dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(header)) + header + b"\0\0\0\0")
+PY
+"$cli" inspect "$tmp/names" >"$tmp/out" 2>/dev/null || true
+grep -qF '"a\x1b[31mred\nweights: fake"' "$tmp/out" \
+  || fail "inspect printed the name as $(cat -A "$tmp/out" | grep red)"
+! grep -q $'\x1b' "$tmp/out" || fail "inspect printed an escape character"
+
 # Corrupt models: truncated weights, a header that lies, a config typo, a
 # missing folder.
 mkdir "$tmp/truncated" "$tmp/lying" "$tmp/typo"

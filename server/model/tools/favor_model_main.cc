@@ -13,6 +13,8 @@
 // exit status 1 (2 for a usage error).
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cinttypes>
 #include <cerrno>
@@ -32,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_format.h"
@@ -236,6 +239,16 @@ absl::Status Init() {
   return absl::OkStatus();
 }
 
+// A tensor name as it is when it is printable ASCII, else C-escaped in
+// quotes: a file's names must not write control sequences or lines of their
+// own to a terminal.
+std::string PrintableName(const std::string& name) {
+  const bool printable = std::all_of(name.begin(), name.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f;
+  });
+  return printable ? name : absl::StrCat("\"", absl::CHexEscape(name), "\"");
+}
+
 absl::Status Inspect(const std::string& directory) {
   ASSIGN_OR_RETURN(const ModelConfig config,
                    LoadModelConfig(directory + "/config.json"));
@@ -248,7 +261,7 @@ absl::Status Inspect(const std::string& directory) {
   for (const std::string& name : file->TensorNames()) {
     const TensorView view = *file->Get(name);
     parameters += view.num_elements();
-    std::printf("  %-56s %-4s %s\n", name.c_str(),
+    std::printf("  %-56s %-4s %s\n", PrintableName(name).c_str(),
                 std::string(DTypeName(view.dtype)).c_str(),
                 ShapeToString(view.shape).c_str());
   }
