@@ -14,9 +14,9 @@ name). Then, while four callers embed with the default model non-stop:
   2. `default`'s weights are truncated; SIGHUP. The load fails, v2 keeps
      serving (GetModel shows the load error), the server stays SERVING, and
      still no call fails.
-  3. A folder with a sparse 256 GiB file is added; SIGHUP, and SIGTERM
-     half a second into that pass: it exits with status 0 at once, not
-     when the pass has read the file.
+  3. A folder whose weights are a sparse 256 GiB file is added; SIGHUP,
+     and SIGTERM half a second into that pass: it exits with status 0 at
+     once, not when the pass has read the file.
 
 Usage: reload_test.py SERVER_BINARY FAVOR_MODEL_BINARY PROTO_ROOT
 Needs Debian's python3-grpcio and python3-protobuf (run with /usr/bin/python3).
@@ -206,12 +206,13 @@ def main():
                                  % (model_name, failures), body), body[:3000]
             print("answers: %d from v1, %d from v2, 0 failed"
                   % (callers.count(v1), callers.count(v2)))
-            # SIGTERM while a pass reads a huge folder (a sparse 256 GiB
-            # file: minutes to read, no disk) is answered at once, not
-            # after the pass (found by an outside audit: 46 s for 64 GiB).
+            # SIGTERM while a pass reads a huge folder (weights grown to a
+            # sparse 256 GiB: minutes to read for the revision, no disk) is
+            # answered at once, not after the pass (found by an outside
+            # audit: 46 s for 64 GiB).
             slow = os.path.join(repository, "slow")
             make_model(favor_model, slow, 5)
-            with open(os.path.join(slow, "blob.bin"), "wb") as f:
+            with open(os.path.join(slow, "model.safetensors"), "r+b") as f:
                 f.truncate(256 << 30)
             started = open(log_path).read().count("event=model_reload_started")
             server.send_signal(signal.SIGHUP)
@@ -223,6 +224,10 @@ def main():
                 assert server.wait(timeout=20) == 0, "favor-server did not exit 0"
             except subprocess.TimeoutExpired:
                 raise AssertionError("SIGTERM waited for the reload pass")
+            # The pass was still reading when SIGTERM came (else this case
+            # tests nothing).
+            third = open(log_path).read().split("event=model_reload_started")[-1]
+            assert "event=model_reload_done" not in third, third
         finally:
             if server.poll() is None:
                 server.kill()
