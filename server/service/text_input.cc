@@ -27,12 +27,27 @@ Encoding Framed(const tokenizer::Tokenizer& tokenizer, const Encoding& content,
   return out;
 }
 
-// The text's tokens, without special tokens.
+// The text's tokens, without special tokens, truncated as the input's
+// options need: the tokens kept of a truncated text, and no more than can be
+// used otherwise, so that memory stays in proportion to the limits whatever
+// the text's length. Those past the limit are counted, not held.
 absl::StatusOr<Encoding> EncodeContent(int index, const std::string& text,
-                                       const tokenizer::Tokenizer& tokenizer) {
-  tokenizer::EncodeOptions options;
-  options.add_special_tokens = false;
-  absl::StatusOr<Encoding> content = tokenizer.Encode(text, options);
+                                       const tokenizer::Tokenizer& tokenizer,
+                                       const ResolvedEmbedOptions& options,
+                                       const EmbedLimits& limits,
+                                       int64_t room) {
+  tokenizer::EncodeOptions encode;
+  encode.add_special_tokens = false;
+  // TRUNCATION_NONE keeps `room` too: a text with more is refused.
+  encode.max_tokens = static_cast<size_t>(room);
+  if (options.truncation == v1::TRUNCATION_LEFT) {
+    encode.truncation_side = tokenizer::TruncationSide::kLeft;
+  } else if (options.truncation == v1::TRUNCATION_CHUNK) {
+    // Every window holds a token of the text at least once, so a text with
+    // more tokens than a call may have cannot be served chunked.
+    encode.max_tokens = static_cast<size_t>(limits.max_tokens_per_call);
+  }
+  absl::StatusOr<Encoding> content = tokenizer.Encode(text, encode);
   if (!content.ok()) {
     return absl::Status(
         content.status().code(),
@@ -124,28 +139,39 @@ absl::StatusOr<PreparedInput> PrepareTextInput(
   const int64_t special =
       static_cast<int64_t>(tokenizer.num_added_special_tokens());
   RETURN_IF_ERROR(CheckRoomForText(special, options, limits));
-  ASSIGN_OR_RETURN(const Encoding content,
-                   EncodeContent(index, input.text(), tokenizer));
-  if (content.size() == 0 && special == 0) {
+  const int64_t room = limits.max_tokens_per_input - special;
+  ASSIGN_OR_RETURN(
+      const Encoding content,
+      EncodeContent(index, input.text(), tokenizer, options, limits, room));
+  const int64_t dropped = static_cast<int64_t>(content.num_truncated_tokens);
+  const int64_t length = static_cast<int64_t>(content.size()) + dropped;
+  if (length == 0 && special == 0) {
     // Else the batcher's "num_tokens must be >= 1", naming nothing.
     return absl::InvalidArgumentError(absl::StrCat(
         "inputs[", index,
         "].text has no tokens: the tokenizer drops all of it (whitespace, "
         "format characters) and the model adds no special tokens"));
   }
-  const int64_t room = limits.max_tokens_per_input - special;
   if (options.truncation == v1::TRUNCATION_CHUNK) {
+    if (dropped > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "inputs[", index, "].text has ", length,
+          " tokens; chunked, they need more than the ",
+          limits.max_tokens_per_call, " a call may have (max_tokens_per_call)"));
+    }
     return Windows(tokenizer, content, room, options.chunk_overlap_tokens);
   }
-  const int64_t length = static_cast<int64_t>(content.size());
-  ASSIGN_OR_RETURN(
-      const TokenRange kept,
-      KeptTokens(absl::StrCat("inputs[", index, "].text"), length, room,
-                 limits.max_tokens_per_input, options.truncation));
-  const Encoding framed = Framed(tokenizer, content, kept);
+  // Refuses a text over the limit without truncation; with it, Encode has
+  // already kept these tokens.
+  RETURN_IF_ERROR(KeptTokens(absl::StrCat("inputs[", index, "].text"), length,
+                             room, limits.max_tokens_per_input,
+                             options.truncation)
+                      .status());
+  const Encoding framed =
+      Framed(tokenizer, content, {0, static_cast<int64_t>(content.size())});
   PreparedInput prepared;
   prepared.token_ids = framed.ids;
-  prepared.num_truncated_tokens = length - kept.size();
+  prepared.num_truncated_tokens = dropped;
   for (int j = 0; j < input.spans_size(); ++j) {
     const TokenRange tokens =
         TokensOfBytes(framed, input.spans(j).begin(), input.spans(j).end());

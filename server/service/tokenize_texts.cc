@@ -1,5 +1,6 @@
 #include "server/service/tokenize_texts.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -31,7 +32,15 @@ absl::Status TokenizeTexts(const v1::TokenizeRequest& request,
   int64_t tokens = 0;
   tokenizer::EncodeOptions options;
   options.add_special_tokens = !request.without_special_tokens();
+  const int64_t special =
+      options.add_special_tokens
+          ? static_cast<int64_t>(tokenizer.num_added_special_tokens())
+          : 0;
   for (int i = 0; i < request.texts_size(); ++i) {
+    // Truncated at what is left of the call's tokens, so that a text over
+    // it is counted, not held.
+    options.max_tokens = static_cast<size_t>(
+        std::max(max_tokens - tokens, std::max<int64_t>(special, 1)));
     absl::StatusOr<tokenizer::Encoding> encoding =
         tokenizer.Encode(request.texts(i), options);
     if (!encoding.ok()) {
@@ -39,7 +48,8 @@ absl::Status TokenizeTexts(const v1::TokenizeRequest& request,
           encoding.status().code(),
           absl::StrCat("texts[", i, "]: ", encoding.status().message()));
     }
-    tokens += static_cast<int64_t>(encoding->size());
+    tokens += static_cast<int64_t>(encoding->size() +
+                                   encoding->num_truncated_tokens);
     if (tokens > max_tokens) {
       response->clear_texts();
       return absl::InvalidArgumentError(absl::StrCat(

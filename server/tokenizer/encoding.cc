@@ -1,5 +1,7 @@
 #include "server/tokenizer/encoding.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 
 namespace favor::tokenizer {
@@ -39,17 +41,37 @@ absl::Status CheckTruncation(const EncodeOptions& options,
       added_special_tokens));
 }
 
-void Truncate(const EncodeOptions& options, size_t added_special_tokens,
-              Encoding* encoding) {
-  if (options.max_tokens == 0) return;
-  const size_t budget = options.max_tokens - added_special_tokens;
-  if (encoding->size() <= budget) return;
-  const size_t excess = encoding->size() - budget;
-  if (options.truncation_side == TruncationSide::kLeft) {
-    encoding->EraseFront(excess);
+TruncatingAppender::TruncatingAppender(const EncodeOptions& options,
+                                       size_t added_special_tokens,
+                                       Encoding* encoding)
+    : budget_(options.max_tokens == 0
+                  ? std::numeric_limits<size_t>::max()
+                  : options.max_tokens - added_special_tokens),
+      keep_last_(options.truncation_side == TruncationSide::kLeft),
+      encoding_(encoding) {}
+
+void TruncatingAppender::Append(int32_t id, absl::string_view token,
+                                TokenSpan span, bool special) {
+  if (encoding_->size() < budget_) {
+    encoding_->Append(id, token, span, special);
+  } else if (!keep_last_ || budget_ == 0) {
+    ++encoding_->num_truncated_tokens;
   } else {
-    encoding->EraseBack(excess);
+    // The last `budget_` tokens are wanted: the oldest go in blocks of
+    // `budget_` once twice that many are held, a constant cost per token.
+    encoding_->Append(id, token, span, special);
+    if (encoding_->size() == 2 * budget_) {
+      encoding_->EraseFront(budget_);
+      encoding_->num_truncated_tokens += budget_;
+    }
   }
+}
+
+void TruncatingAppender::Finish() {
+  if (encoding_->size() <= budget_) return;
+  const size_t excess = encoding_->size() - budget_;
+  encoding_->EraseFront(excess);
+  encoding_->num_truncated_tokens += excess;
 }
 
 }  // namespace favor::tokenizer

@@ -35,6 +35,9 @@ struct Encoding {
   // 1 for tokens the post-processor added, 0 for tokens of the text
   // (special tokens written in the text itself, "[MASK]", count as text).
   std::vector<uint8_t> special_tokens_mask;
+  // Tokens of the text that truncation (EncodeOptions.max_tokens) dropped:
+  // the text has size() - special tokens + num_truncated_tokens tokens.
+  size_t num_truncated_tokens = 0;
 
   size_t size() const { return ids.size(); }
   void Append(int32_t id, absl::string_view token, TokenSpan span,
@@ -52,7 +55,8 @@ struct EncodeOptions {
   // 0: no truncation. Otherwise the encoding has at most this many tokens,
   // special tokens included: tokens of the text are dropped from
   // `truncation_side` and the special tokens stay in place, as Hugging Face
-  // truncates. Below the number of special tokens it is INVALID_ARGUMENT.
+  // truncates (counting the dropped ones in num_truncated_tokens). Below the
+  // number of special tokens it is INVALID_ARGUMENT.
   size_t max_tokens = 0;
   TruncationSide truncation_side = TruncationSide::kRight;
 };
@@ -61,10 +65,27 @@ struct EncodeOptions {
 // `added_special_tokens` that the post-processor will add.
 absl::Status CheckTruncation(const EncodeOptions& options,
                              size_t added_special_tokens);
-// Drops tokens of the text so that `added_special_tokens` more still fit in
-// options.max_tokens (see EncodeOptions). CheckTruncation must have passed.
-void Truncate(const EncodeOptions& options, size_t added_special_tokens,
-              Encoding* encoding);
+// Collects the tokens of a text as they are made, truncating as
+// EncodeOptions says while it goes: the tokens truncation drops are counted
+// (Encoding::num_truncated_tokens) but never held, so a text of millions of
+// tokens truncated to a few hundred holds at most twice that many at any
+// time. CheckTruncation must have passed.
+class TruncatingAppender {
+ public:
+  // Room is left for the `added_special_tokens` the post-processor adds.
+  TruncatingAppender(const EncodeOptions& options, size_t added_special_tokens,
+                     Encoding* encoding);
+
+  void Append(int32_t id, absl::string_view token, TokenSpan span,
+              bool special);
+  // Drops what is left to drop (left truncation keeps the last tokens).
+  void Finish();
+
+ private:
+  size_t budget_;  // tokens of the text kept; SIZE_MAX without truncation
+  bool keep_last_;
+  Encoding* encoding_;
+};
 
 }  // namespace favor::tokenizer
 

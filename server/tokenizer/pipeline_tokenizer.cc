@@ -69,24 +69,25 @@ absl::StatusOr<Encoding> PipelineTokenizer::Encode(
   RETURN_IF_ERROR(CheckTruncation(options, added_special_tokens));
   Scratch scratch;
   Encoding encoding;
+  TruncatingAppender appender(options, added_special_tokens, &encoding);
   stages_.added.Split(text, &scratch.segments);
   for (const AddedVocabulary::Segment& segment : scratch.segments) {
     if (segment.added_id < 0) {
-      EncodeSegment(text, segment.range, &scratch, &encoding);
+      EncodeSegment(text, segment.range, &scratch, &appender);
     } else {
-      encoding.Append(segment.added_id, IdToToken(segment.added_id),
+      appender.Append(segment.added_id, IdToToken(segment.added_id),
                       {segment.range.begin, segment.range.end},
                       /*special=*/false);
     }
   }
-  Truncate(options, added_special_tokens, &encoding);
+  appender.Finish();
   if (post != nullptr) post->Process(&encoding);
   return encoding;
 }
 
 void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
                                       Scratch* scratch,
-                                      Encoding* encoding) const {
+                                      TruncatingAppender* appender) const {
   const absl::string_view piece =
       text.substr(segment.begin, segment.end - segment.begin);
   NormalizedString& normalized = scratch->normalized;
@@ -107,7 +108,7 @@ void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
     stages_.model->Tokenize(normal.substr(word.begin, word.end - word.begin),
                             &scratch->tokens);
     for (const ModelToken& token : scratch->tokens) {
-      encoding->Append(token.id, stages_.model->IdToToken(token.id),
+      appender->Append(token.id, stages_.model->IdToToken(token.id),
                        normalized.SourceSpan(word.begin + token.begin,
                                              word.begin + token.end),
                        /*special=*/false);

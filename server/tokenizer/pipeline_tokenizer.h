@@ -50,7 +50,7 @@ class PipelineTokenizer final : public Tokenizer {
  private:
   struct Scratch;
   void EncodeSegment(absl::string_view text, ByteRange segment,
-                     Scratch* scratch, Encoding* encoding) const;
+                     Scratch* scratch, TruncatingAppender* appender) const;
 
   Stages stages_;
   std::vector<SpecialToken> special_tokens_;

@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<TemplateProcessing>> TemplateProcessing::Create(
 void TemplateProcessing::Process(Encoding* encoding) const {
   Encoding text = std::move(*encoding);
   Encoding out;
+  out.num_truncated_tokens = text.num_truncated_tokens;
   const size_t size = text.size() + added_tokens();
   out.ids.reserve(size);
   out.tokens.reserve(size);

@@ -29,7 +29,10 @@ class Tokenizer {
 
   // Encodes `text`. INVALID_ARGUMENT when the text is empty, longer than
   // kMaxTextBytes, or not valid UTF-8 (the message names the byte offset),
-  // or when options.max_tokens leaves no room for the special tokens.
+  // or when options.max_tokens leaves no room for the special tokens. The
+  // tokens truncation drops are counted in the encoding's
+  // num_truncated_tokens, never held: a caller that refuses texts over a
+  // limit truncates at it, and memory stays in proportion to the limit.
   virtual absl::StatusOr<Encoding> Encode(
       absl::string_view text, const EncodeOptions& options = {}) const = 0;
 

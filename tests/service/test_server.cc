@@ -1,5 +1,8 @@
 #include "tests/service/test_server.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
@@ -106,6 +109,52 @@ std::shared_ptr<const tokenizer::Tokenizer> SmallVocabTokenizer() {
       {}, "test vocab.txt");
   CHECK(tokenizer.ok()) << tokenizer.status();
   return std::shared_ptr<const tokenizer::Tokenizer>(*std::move(tokenizer));
+}
+
+HeldTokensTokenizer::HeldTokensTokenizer(
+    std::shared_ptr<const tokenizer::Tokenizer> inner)
+    : inner_(std::move(inner)) {}
+
+absl::StatusOr<tokenizer::Encoding> HeldTokensTokenizer::Encode(
+    absl::string_view text, const tokenizer::EncodeOptions& options) const {
+  auto encoding = inner_->Encode(text, options);
+  if (encoding.ok()) {
+    absl::MutexLock lock(&mu_);
+    most_held_ = std::max(most_held_, encoding->ids.capacity());
+  }
+  return encoding;
+}
+
+size_t HeldTokensTokenizer::num_added_special_tokens() const {
+  return inner_->num_added_special_tokens();
+}
+
+void HeldTokensTokenizer::AddSpecialTokens(
+    tokenizer::Encoding* encoding) const {
+  inner_->AddSpecialTokens(encoding);
+}
+
+absl::string_view HeldTokensTokenizer::kind() const { return inner_->kind(); }
+
+size_t HeldTokensTokenizer::vocab_size() const { return inner_->vocab_size(); }
+
+absl::string_view HeldTokensTokenizer::IdToToken(int32_t id) const {
+  return inner_->IdToToken(id);
+}
+
+std::optional<int32_t> HeldTokensTokenizer::TokenToId(
+    absl::string_view token) const {
+  return inner_->TokenToId(token);
+}
+
+const std::vector<tokenizer::SpecialToken>&
+HeldTokensTokenizer::special_tokens() const {
+  return inner_->special_tokens();
+}
+
+size_t HeldTokensTokenizer::most_held() const {
+  absl::MutexLock lock(&mu_);
+  return most_held_;
 }
 
 std::unique_ptr<model::Model> LoadSmallRandomModel(

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "server/model/model.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
+#include "server/tokenizer/tokenizer.h"
 
 namespace favor::service::testing {
 
@@ -68,6 +70,32 @@ class FakeModel final : public model::Model {
 // A WordPiece tokenizer (BERT's options) of twelve ids: [PAD]=0 [UNK]=1
 // [CLS]=2 [SEP]=3 [MASK]=4 the=5 cat=6 sat=7 on=8 mat=9 ##s=10 .=11.
 std::shared_ptr<const tokenizer::Tokenizer> SmallVocabTokenizer();
+
+// Forwards to a tokenizer and keeps the most tokens an encoding it answered
+// had room for (its ids' capacity): what one Encode call held in memory.
+class HeldTokensTokenizer final : public tokenizer::Tokenizer {
+ public:
+  explicit HeldTokensTokenizer(
+      std::shared_ptr<const tokenizer::Tokenizer> inner);
+
+  absl::StatusOr<tokenizer::Encoding> Encode(
+      absl::string_view text,
+      const tokenizer::EncodeOptions& options) const override;
+  size_t num_added_special_tokens() const override;
+  void AddSpecialTokens(tokenizer::Encoding* encoding) const override;
+  absl::string_view kind() const override;
+  size_t vocab_size() const override;
+  absl::string_view IdToToken(int32_t id) const override;
+  std::optional<int32_t> TokenToId(absl::string_view token) const override;
+  const std::vector<tokenizer::SpecialToken>& special_tokens() const override;
+
+  size_t most_held() const;
+
+ private:
+  std::shared_ptr<const tokenizer::Tokenizer> inner_;
+  mutable absl::Mutex mu_;
+  mutable size_t most_held_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 // Writes a small random model (vocab 64, hidden 32, 2 layers, FAVOR+ with
 // m = 16, max_sequence_length 128) into `directory` and loads it.

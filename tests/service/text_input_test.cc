@@ -48,6 +48,53 @@ ResolvedEmbedOptions Truncation(v1::Truncation truncation,
   return options;
 }
 
+// A text is encoded no further than its input can use: to the window with
+// truncation or without it (the rest is counted, never held), to the call's
+// tokens when chunked. So a 16 MiB text does not build a 16-million-token
+// encoding only to be truncated or refused; the counts stay exact.
+TEST(TextInputTest, EncodesNoMoreTokensThanTheInputCanUse) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "the cat ";  // 2000 tokens
+  EmbedLimits limits = Limits(5);  // 3 tokens of text beside [CLS] [SEP]
+  limits.max_tokens_per_call = 100;
+  for (const v1::Truncation truncation :
+       {v1::TRUNCATION_NONE, v1::TRUNCATION_LEFT, v1::TRUNCATION_RIGHT,
+        v1::TRUNCATION_CHUNK}) {
+    SCOPED_TRACE(v1::Truncation_Name(truncation));
+    testing::HeldTokensTokenizer watched(Bert());
+    const auto prepared =
+        PrepareTextInput(1, Text(text), watched, Truncation(truncation), limits);
+    if (truncation == v1::TRUNCATION_CHUNK) {
+      EXPECT_THAT(prepared.status().message(),
+                  HasSubstr("inputs[1].text has 2000 tokens; chunked, they "
+                            "need more than the 100 a call may have "
+                            "(max_tokens_per_call)"));
+      EXPECT_LE(watched.most_held(), 4u * 100);
+    } else if (truncation == v1::TRUNCATION_NONE) {
+      EXPECT_THAT(prepared.status().message(),
+                  HasSubstr("inputs[1].text has 2002 tokens; at most 5 "
+                            "(max_tokens_per_input)"));
+      EXPECT_LE(watched.most_held(), 4u * 3);
+    } else {
+      ASSERT_TRUE(prepared.ok()) << prepared.status();
+      EXPECT_EQ(prepared->num_truncated_tokens, 1997);
+      EXPECT_THAT(prepared->token_ids,
+                  truncation == v1::TRUNCATION_LEFT
+                      ? ElementsAre(2, 6, 5, 6, 3)    // cat the cat
+                      : ElementsAre(2, 5, 6, 5, 3));  // the cat the
+      EXPECT_LE(watched.most_held(), 4u * 3);
+    }
+  }
+  // A chunked text within the call's tokens is windowed whole.
+  std::string fits;
+  for (int i = 0; i < 30; ++i) fits += "the cat ";  // 60 tokens
+  testing::HeldTokensTokenizer watched(Bert());
+  const auto windows = PrepareTextInput(
+      0, Text(fits), watched, Truncation(v1::TRUNCATION_CHUNK), limits);
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  EXPECT_EQ(windows->window_offsets.size(), 21u);  // 20 windows of 3
+}
+
 TEST(TextInputTest, TheTokenizersIdsFramedWithItsSpecialTokens) {
   const auto bert = Bert();
   auto prepared = PrepareTextInput(0, Text("The cats sat."), *bert,

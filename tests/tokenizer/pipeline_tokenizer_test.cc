@@ -90,6 +90,56 @@ TEST(PipelineTokenizerTest, TruncationKeepsSpecialTokensInPlace) {
               HasSubstr("max_tokens 1 leaves no room for the 2 special"));
 }
 
+// Truncating while encoding keeps what truncating the whole encoding keeps
+// (the reference: the untruncated encoding, sliced and framed), counts what
+// it drops, and never holds the whole: a long text truncated to a few tokens
+// grows no vector past a few times what it keeps.
+TEST(PipelineTokenizerTest, TruncationHoldsOnlyWhatItKeeps) {
+  const auto bert = Bert();
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "the cats sat on the mat, unaffable! ";
+  EncodeOptions bare;
+  bare.add_special_tokens = false;
+  const auto whole = bert->Encode(text, bare);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  const size_t length = whole->size();
+  ASSERT_EQ(length, 5000u * 12);
+  for (const TruncationSide side :
+       {TruncationSide::kRight, TruncationSide::kLeft}) {
+    for (const size_t max_tokens : {2, 3, 9, 1000}) {
+      SCOPED_TRACE(testing::Message()
+                   << "max_tokens " << max_tokens
+                   << (side == TruncationSide::kLeft ? " left" : " right"));
+      EncodeOptions options;
+      options.max_tokens = max_tokens;
+      options.truncation_side = side;
+      const auto truncated = bert->Encode(text, options);
+      ASSERT_TRUE(truncated.ok()) << truncated.status();
+      const size_t kept = max_tokens - 2;
+      Encoding expected = *whole;
+      if (side == TruncationSide::kLeft) {
+        expected.EraseFront(length - kept);
+      } else {
+        expected.EraseBack(length - kept);
+      }
+      bert->AddSpecialTokens(&expected);
+      EXPECT_EQ(Describe(*truncated), Describe(expected));
+      EXPECT_EQ(truncated->ids, expected.ids);
+      EXPECT_EQ(truncated->special_tokens_mask, expected.special_tokens_mask);
+      EXPECT_EQ(truncated->num_truncated_tokens, length - kept);
+      // The post-processor framed the tokens in new vectors; without it the
+      // vectors Encode grew are the answer's.
+      EncodeOptions unframed = options;
+      unframed.add_special_tokens = false;
+      const auto content = bert->Encode(text, unframed);
+      ASSERT_TRUE(content.ok()) << content.status();
+      EXPECT_EQ(content->num_truncated_tokens, length - max_tokens);
+      EXPECT_LE(content->ids.capacity(), 4 * max_tokens);
+      EXPECT_LE(content->spans.capacity(), 4 * max_tokens);
+    }
+  }
+}
+
 TEST(PipelineTokenizerTest, AddSpecialTokensFramesAsEncodeDoes) {
   const auto bert = Bert();
   EXPECT_EQ(bert->num_added_special_tokens(), 2u);

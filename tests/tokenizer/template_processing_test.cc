@@ -41,31 +41,5 @@ TEST(TemplateProcessingTest, TheSequenceMustAppearOnce) {
   EXPECT_FALSE(TemplateProcessing::Create({{true, "", 0}, {true, "", 0}}).ok());
 }
 
-TEST(TruncationTest, RightAndLeftKeepRoomForSpecialTokens) {
-  EncodeOptions options;
-  options.max_tokens = 4;
-  Encoding right = ThreeTokens();
-  Truncate(options, 2, &right);
-  EXPECT_EQ(right.ids, (std::vector<int32_t>{7, 8}));
-  options.truncation_side = TruncationSide::kLeft;
-  Encoding left = ThreeTokens();
-  Truncate(options, 2, &left);
-  EXPECT_EQ(left.ids, (std::vector<int32_t>{8, 9}));
-  EXPECT_EQ(left.spans, (std::vector<TokenSpan>{{2, 3}, {4, 5}}));
-  options.max_tokens = 0;  // no truncation
-  Encoding all = ThreeTokens();
-  Truncate(options, 2, &all);
-  EXPECT_EQ(all.size(), 3u);
-}
-
-TEST(TruncationTest, TooSmallForTheSpecialTokensIsAnError) {
-  EncodeOptions options;
-  options.max_tokens = 1;
-  EXPECT_EQ(CheckTruncation(options, 2).code(),
-            absl::StatusCode::kInvalidArgument);
-  options.max_tokens = 2;
-  EXPECT_TRUE(CheckTruncation(options, 2).ok());
-}
-
 }  // namespace
 }  // namespace favor::tokenizer
