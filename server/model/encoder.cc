@@ -111,7 +111,6 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
   const Linear linear =
       GroupColumns(layer.attention.query_key_value, config_.hidden_size,
                    head_dim, first_part, num_parts, group.begin, group.count);
-  const bool in_float32 = x.scalar_type() == at::kFloat;
   at::Tensor y = at::empty({x.size(0), linear.weight_t.size(1)},
                            x.options().dtype(AttentionDType(x)));
   Blocks(x.size(0), [&](int64_t begin, int64_t end) {
@@ -120,11 +119,8 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
     const at::Tensor normed =
         pre ? ToCompute(layer.attention_norm(in.to(at::kFloat))) : in;
     at::Tensor out = y.narrow(0, begin, rows);
-    if (in_float32) {
-      at::addmm_out(out, linear.bias, normed, linear.weight_t);
-    } else {  // a reduced-precision product, in y's dtype
-      out.copy_(linear(normed));
-    }
+    // In float32 a product straight into y; else in y's reduced dtype.
+    linear.Into(normed, out);
     if (rotary_tokens == nullptr || first_part != 0) return;
     const RotaryTables tables = rotary_tokens->rotary.Rows(begin, rows);
     // Queries and keys are adjacent columns: rotate both as 2·count heads,

@@ -10,7 +10,11 @@ Linear Linear::Columns(int64_t begin, int64_t count) const {
   return {weight_t.narrow(1, begin, count), bias.narrow(0, begin, count)};
 }
 
-at::Tensor Linear::operator()(const at::Tensor& x) const {
+namespace {
+
+// x Wᵀ + b for x of at least kMinProductRows rows.
+at::Tensor Product(const at::Tensor& x, const at::Tensor& weight_t,
+                   const at::Tensor& bias) {
   // LibTorch 1.13 hands a bfloat16 product to oneDNN (float32 sums) only
   // when rows · in · out > 16³ (mkldnn/Matmul.cpp, checksize); below, its
   // fallback sums in bfloat16 (measured: 2% off at depth 32). Such small
@@ -24,6 +28,29 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
         .to(at::kBFloat16);
   }
   return at::addmm(bias, x, weight_t);
+}
+
+// x padded with zero rows to kMinProductRows; x itself when it has enough.
+at::Tensor Padded(const at::Tensor& x) {
+  if (x.size(0) >= kMinProductRows) return x;
+  at::Tensor padded = at::zeros({kMinProductRows, x.size(1)}, x.options());
+  padded.narrow(0, 0, x.size(0)).copy_(x);
+  return padded;
+}
+
+}  // namespace
+
+at::Tensor Linear::operator()(const at::Tensor& x) const {
+  const at::Tensor y = Product(Padded(x), weight_t, bias);
+  return y.size(0) == x.size(0) ? y : y.narrow(0, 0, x.size(0));
+}
+
+void Linear::Into(const at::Tensor& x, at::Tensor& out) const {
+  if (x.size(0) >= kMinProductRows && x.scalar_type() == at::kFloat) {
+    at::addmm_out(out, bias, x, weight_t);
+  } else {
+    out.copy_((*this)(x));
+  }
 }
 
 at::Tensor Norm::operator()(const at::Tensor& x) const {

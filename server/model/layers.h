@@ -60,7 +60,17 @@ struct Linear {
   // no copy (the fused query|key|value layer is sliced this way).
   Linear Columns(int64_t begin, int64_t count) const;
   at::Tensor operator()(const at::Tensor& x) const;
+  // The same product written into `out` (x's rows, out features).
+  void Into(const at::Tensor& x, at::Tensor& out) const;
 };
+
+// Fewest rows a product is computed with. Below 4 rows LibTorch's BLAS
+// takes other kernels, which sum in another order, so a row's result
+// would depend on how many rows share its block (a short sequence alone
+// or packed with others, a block's tail): fewer rows are computed as the
+// first rows of a zero-padded block of 4, whose rows are bit for bit
+// those of any larger block.
+inline constexpr int64_t kMinProductRows = 4;
 
 // LayerNorm or ScaleNorm over the last dimension (docs/models.md, Norms).
 struct Norm {

@@ -127,6 +127,42 @@ INSTANTIATE_TEST_SUITE_P(Variants, BatchInvarianceTest,
                            return param_info.param.name;
                          });
 
+// At the default model's widths, sequences of 1 to 3 tokens (a one-word
+// text is 3) and a block's tail of 1 to 3 rows are the same bits packed and
+// alone: BLAS sums fewer than 4 rows in another order (kMinProductRows).
+TEST_F(ModelTest, ShortSequencesAndBlockTailsAreTheSameBitsPackedAndAlone) {
+  ModelConfig config = SmallConfig();
+  config.vocab_size = 300;
+  config.hidden_size = 256;
+  config.intermediate_size = 1024;
+  config.num_hidden_layers = 1;
+  const auto model = Make(config, "wide", ModelOptions());
+  ASSERT_NE(model, nullptr);
+  EmbedOptions options;
+  options.pooling = Pooling::kNone;
+  options.normalize = false;
+  // 1–3 tokens alone, after a 254-token filler (the tail of a 256-row
+  // block, and a block of their own past it), and 257 tokens alone (a last
+  // block of one row).
+  for (const int64_t length : {1, 2, 3, 257}) {
+    const std::vector<int32_t> seq = Tokens(length, 3, 300);
+    const Embeddings alone = Alone(*model, seq, options);
+    for (const int64_t filler : {int64_t{254}, int64_t{255}, int64_t{300}}) {
+      std::vector<int32_t> ids = Tokens(filler, 5, 300);
+      ids.insert(ids.end(), seq.begin(), seq.end());
+      const Embeddings packed = EmbedOrDie(
+          *model, ids, {0, filler, static_cast<int64_t>(ids.size())}, options);
+      for (int64_t r = 0; r < alone.num_rows(); ++r) {
+        const auto a = alone.Row(r);
+        const auto p = packed.Row(packed.row_offsets[1] + r);
+        EXPECT_TRUE(std::equal(a.begin(), a.end(), p.begin()))
+            << length << " tokens after " << filler << ", row " << r
+            << ": relative error " << RelativeError(p, a);
+      }
+    }
+  }
+}
+
 // ---- Output shapes of the blocks ----
 
 TEST_F(ModelTest, CrossAttentionGivesNumLatentsVectorsWhateverTheLength) {
