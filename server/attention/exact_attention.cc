@@ -61,7 +61,10 @@ void QueryTile(const HeadGroup& group, const AttentionOptions& options,
   const int64_t key_stop =
       options.causal ? std::min(key_length, q_end) : key_length;
   const auto opts = q.options();
-  TileState state{at::full({q.size(0), q.size(1), 1}, -1e30f, opts),
+  // The running maximum starts at −∞: any finite start would be above
+  // logits lower still (all below −1e30 turned a row into zeros).
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  TileState state{at::full({q.size(0), q.size(1), 1}, minus_inf, opts),
                   at::zeros({q.size(0), q.size(1), 1}, opts),
                   at::zeros({q.size(0), q.size(1), group.value.size(2)}, opts)};
   for (int64_t k_begin = 0; k_begin < key_stop;
@@ -71,9 +74,14 @@ void QueryTile(const HeadGroup& group, const AttentionOptions& options,
         MaskedScores(group, q, q_begin, k_begin, k_end, options.causal, scale);
     const at::Tensor new_max =
         at::maximum(state.row_max, scores.amax({2}, /*keepdim=*/true));
-    at::Tensor correction = state.row_max - new_max;
+    // A row with no key yet (maximum −∞, every score masked) shifts by 0:
+    // its scores stay −∞ and give 0, where −∞ − (−∞) would give NaN. A
+    // row's state is 0 until its first key, so its correction can be 0.
+    const at::Tensor shift =
+        at::where(new_max == minus_inf, at::zeros({}, opts), new_max);
+    at::Tensor correction = state.row_max - shift;
     ExpInPlace(correction);
-    scores.sub_(new_max);
+    scores.sub_(shift);
     ExpInPlace(scores);
     state.row_sum.mul_(correction).add_(scores.sum(2, /*keepdim=*/true));
     state.acc.mul_(correction)
