@@ -172,22 +172,23 @@ TEST(ExactAttentionTest, CrossAttentionMatchesDirectSoftmax) {
 // softmax: equal logits give V's mean, far apart ones the largest's value.
 // The running maximum once started at −1e30 and turned such rows to zeros.
 TEST(ExactAttentionTest, LogitsFarBelowMinusOneE30AreStillASoftmax) {
-  const at::Tensor q = at::full({1, 1, 2, 1}, 1e16f);
+  const at::Tensor q = at::full({1, 1, 3, 1}, 1e16f);
   at::Tensor k = at::full({1, 1, 3, 1}, -1e16f);
   const at::Tensor v = at::arange(6, at::kFloat).view({1, 1, 3, 2});
   for (const bool causal : {false, true}) {
     const at::Tensor out = AttendOrDie(q, k, v, at::Tensor(),
                                        Options(Kernel::kSoftmaxExact, causal));
-    // Row 0 sees key 0 alone when causal; row 1 keys 0 and 1 (causal) or
-    // all three.
+    // Causal, row i averages the values of keys 0..i; else all three.
     const at::Tensor expected =
-        causal ? at::tensor({0.f, 1.f, 1.f, 2.f}) : at::tensor({2.f, 3.f, 2.f, 3.f});
+        causal ? at::tensor({0.f, 1.f, 1.f, 2.f, 2.f, 3.f})
+               : at::tensor({2.f, 3.f, 2.f, 3.f, 2.f, 3.f});
     EXPECT_TRUE(at::allclose(out.flatten(), expected)) << out << causal;
   }
   k[0][0][2][0] = -1e15f;  // key 2's logit, −1e31, is far above the others
   const at::Tensor out = AttendOrDie(q, k, v, at::Tensor(),
                                      Options(Kernel::kSoftmaxExact, false));
-  EXPECT_TRUE(at::allclose(out.flatten(), at::tensor({4.f, 5.f, 4.f, 5.f})))
+  EXPECT_TRUE(
+      at::allclose(out.flatten(), at::tensor({4.f, 5.f, 4.f, 5.f, 4.f, 5.f})))
       << out;
 }
 
