@@ -354,6 +354,7 @@ absl::Status Run() {
   FavorService::Options options =
       favor::ServiceOptionsFromFlags(absl::GetFlag(FLAGS_device));
   options.bearer_tokens = std::move(tokens);
+  options.max_answer_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   ASSIGN_OR_RETURN(auto memory_budget,
                    MemoryBudgetFromFlags(huge_pages, metrics.get()));
   reloader->set_memory_budget(memory_budget.get());

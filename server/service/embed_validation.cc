@@ -341,21 +341,25 @@ int64_t TokensBound(const v1::EmbedInput& input,
 int64_t AnswerBytesBound(const v1::EmbedRequest& request,
                          const model::ModelDescription& model,
                          const ResolvedEmbedOptions& options,
-                         const EmbedLimits& limits) {
+                         const EmbedLimits& limits,
+                         absl::Span<const int64_t> tokens_per_input) {
   const int64_t dim = model.embedding_dim;
   const int64_t vector_values =
       options.dimensions > 0 ? std::min(options.dimensions, dim) : dim;
   const int64_t vector_bytes = vector_values * 4 + kFieldBytes;
   int64_t bytes = kResponseBytes + static_cast<int64_t>(
                                        request.model().size());
-  for (const v1::EmbedInput& input : request.inputs()) {
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const v1::EmbedInput& input = request.inputs(i);
     bytes += kInputBytes;
     if (options.pooling != model::Pooling::kNone) bytes += vector_bytes;
     bytes += input.spans_size() * (vector_bytes + kFieldBytes);
     if (options.include_token_embeddings) {
       const int64_t rows = model.vectors_per_sequence > 0
                                ? model.vectors_per_sequence
-                               : TokensBound(input, options, limits);
+                           : tokens_per_input.empty()
+                               ? TokensBound(input, options, limits)
+                               : tokens_per_input[i];
       bytes += rows * dim * DtypeBytes(options.token_embeddings_dtype) +
                kFieldBytes;
     }

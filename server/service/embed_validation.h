@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "favor/v1/favor.pb.h"
 #include "server/model/model.h"
 
@@ -80,11 +81,14 @@ absl::Status CheckTokenizeRequest(const v1::TokenizeRequest& request,
 // embeddings, of `model`'s embedding_dim (or options.dimensions) values at
 // their dtype's width, and each message's own fields. Counted by
 // EmbedStream's backpressure until the answer is computed. `request` has
-// passed CheckEmbedRequest with `options`.
+// passed CheckEmbedRequest with `options`. Given `tokens_per_input` (each
+// input's tokens once prepared, one per input), those replace the bounds:
+// what the service checks against the message limit before queueing.
 int64_t AnswerBytesBound(const v1::EmbedRequest& request,
                          const model::ModelDescription& model,
                          const ResolvedEmbedOptions& options,
-                         const EmbedLimits& limits);
+                         const EmbedLimits& limits,
+                         absl::Span<const int64_t> tokens_per_input = {});
 
 // Whether any input of `request` is text.
 bool HasText(const v1::EmbedRequest& request);

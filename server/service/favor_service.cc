@@ -206,6 +206,22 @@ absl::Status FavorService::PrepareEmbed(const v1::EmbedRequest& request,
       prepared->inputs,
       PrepareEmbedInputs(request, prepared->options, prepared->entry->limits,
                          model.tokenizer.get()));
+  std::vector<int64_t> tokens_per_input;
+  tokens_per_input.reserve(prepared->inputs.size());
+  for (const PreparedInput& input : prepared->inputs) {
+    tokens_per_input.push_back(static_cast<int64_t>(input.token_ids.size()));
+  }
+  const int64_t answer_bytes =
+      AnswerBytesBound(request, model, prepared->options,
+                       prepared->entry->limits, tokens_per_input);
+  if (answer_bytes > options_.max_answer_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the answer would take up to ", answer_bytes, " bytes, over the ",
+        options_.max_answer_message_bytes,
+        " a message may have (--max_message_bytes): ask for fewer tokens a "
+        "call, token embeddings in bfloat16 or float16, or spans instead of "
+        "token embeddings"));
+  }
   response->set_model(model.name);
   response->set_model_version(model.config.version);
   response->set_model_revision(prepared->entry->revision);

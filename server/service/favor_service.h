@@ -106,6 +106,11 @@ class FavorService final : public v1::Favor::CallbackService,
     // so a client that does not read its answers holds at most this much
     // (and one answer more) in the server.
     int64_t max_stream_answer_bytes_in_flight = int64_t{64} << 20;
+    // The largest answer message gRPC may send (favor-server's
+    // --max_message_bytes). A call or stream message whose answer could
+    // exceed it once tokenised is refused with RESOURCE_EXHAUSTED before
+    // it is queued, not computed and then dropped by gRPC.
+    int64_t max_answer_message_bytes = int64_t{64} << 20;
     // Options of every model's Batcher (model_name and
     // batch_memory_overhead_bytes are set per model). With a memory_budget,
     // each input is counted by the model's estimate (memory_estimate.h); the

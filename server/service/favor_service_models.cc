@@ -37,12 +37,13 @@ absl::StatusOr<std::unique_ptr<FavorService>> FavorService::Create(
   if (options.max_inputs_per_call < 1 || options.max_tokens_per_call < 1 ||
       options.max_stream_messages_in_flight < 1 ||
       options.max_stream_answer_bytes_in_flight < 1 ||
+      options.max_answer_message_bytes < 1 ||
       options.max_text_bytes_per_call < 1 || options.max_spans_per_input < 0) {
     return absl::InvalidArgumentError(
         "FavorService::Options: max_inputs_per_call, max_tokens_per_call, "
-        "max_stream_messages_in_flight, max_stream_answer_bytes_in_flight "
-        "and max_text_bytes_per_call must be >= 1, max_spans_per_input >= "
-        "0");
+        "max_stream_messages_in_flight, max_stream_answer_bytes_in_flight, "
+        "max_answer_message_bytes and max_text_bytes_per_call must be >= 1, "
+        "max_spans_per_input >= 0");
   }
   std::unique_ptr<FavorService> service(
       new FavorService(options, metrics, clock));

@@ -272,6 +272,38 @@ TEST_F(TextServiceTest, TextOverTheCallsByteLimitIsRefused) {
   EXPECT_TRUE(CallEmbed(server_->stub(), EmbedTexts({"the cat"})).ok());
 }
 
+// An answer that could not be sent (over --max_message_bytes) is refused
+// with RESOURCE_EXHAUSTED before the model computes it, counted from the
+// tokens the inputs really have: a text's bound from its bytes is not used.
+TEST_F(TextServiceTest, AnAnswerOverTheMessageLimitIsRefusedBeforeItIsComputed) {
+  FavorService::Options options;
+  options.max_answer_message_bytes = 2000;
+  Start(options);
+  // 64 token rows of 4 float32 values: 1024 bytes of token embeddings,
+  // and 1200 bytes of bound for the rest of the answer (AnswerBytesBound).
+  v1::EmbedRequest ids = EmbedOf({std::vector<uint32_t>(64, 5)});
+  ids.set_include_token_embeddings(true);
+  const grpc::Status over = CallEmbed(server_->stub(), ids);
+  EXPECT_EQ(over.error_code(), grpc::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(over.error_message(),
+              HasSubstr("2224 bytes, over the 2000 a message may have "
+                        "(--max_message_bytes)"));
+  EXPECT_EQ(model_.calls(), 0);
+  // 80 bytes of text bound 84 tokens (2544 bytes in all), but they are 20
+  // tokens and 2 special ones (1552 bytes): answered.
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += "the cat ";
+  v1::EmbedRequest words = EmbedTexts({text});
+  words.set_include_token_embeddings(true);
+  v1::EmbedResponse response;
+  const grpc::Status fits = CallEmbed(server_->stub(), words, &response);
+  ASSERT_TRUE(fits.ok()) << fits.error_message();
+  EXPECT_EQ(response.embeddings(0).num_tokens(), 22);
+  // The ids' token embeddings in bfloat16 (1712 bytes) fit.
+  ids.set_token_embeddings_dtype(v1::DTYPE_BFLOAT16);
+  EXPECT_TRUE(CallEmbed(server_->stub(), ids).ok());
+}
+
 TEST_F(FakeServiceTest, TextForAModelWithoutTokenizerIsAFailedPrecondition) {
   Start();
   const grpc::Status embed = CallEmbed(server_->stub(), EmbedTexts({"hi"}));
