@@ -224,6 +224,10 @@ void RegisterAll(bool bfloat16) {
     favor(1, length, length >= 32768 ? 1 : 0);  // long runs: one pass each
   }
   favor(64, 128, 0);
+  // Short requests as an embedding service sees them: one 200-token text
+  // on an idle server, and 8 texts of 32 tokens.
+  favor(1, 200, 0);
+  favor(8, 32, 0);
   for (const int64_t length : {512, 4096, 32768}) {
     Register(Kernel::kSoftmaxExact, ComputeDType::kFloat32, 1, length,
              length >= 4096 ? 1 : 0);

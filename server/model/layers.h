@@ -24,15 +24,28 @@ namespace favor::model::internal {
 // every core at near single-thread sgemm speed and keep each block's
 // intermediates in cache. Elsewhere blocks run in order on the caller's
 // thread (a GPU parallelises inside each op). fn may throw; at::parallel_for
-// rethrows the first exception on the caller's thread.
+// rethrows the first exception on the caller's thread. A batch of fewer
+// than block_rows per thread is cut smaller, so that every thread has rows
+// (no fewer than kMinParallelBlockRows a block): a lone 200-token request
+// would otherwise run on one core of many. A row's result does not depend
+// on its block (kMinProductRows), so neither do the outputs.
+inline constexpr int64_t kMinParallelBlockRows = 32;
+
 template <typename Fn>
 void ForEachRowBlock(int64_t rows, int64_t block_rows, bool parallel, Fn&& fn) {
   block_rows = std::max<int64_t>(1, block_rows);
+  const bool threads = parallel && !at::in_parallel_region();
+  if (threads && rows < block_rows * at::get_num_threads()) {
+    const int64_t per_thread =
+        (rows + at::get_num_threads() - 1) / at::get_num_threads();
+    block_rows = std::min(block_rows,
+                          std::max(kMinParallelBlockRows, per_thread));
+  }
   const int64_t blocks = (rows + block_rows - 1) / block_rows;
   auto run_block = [&](int64_t b) {
     fn(b * block_rows, std::min(rows, (b + 1) * block_rows));
   };
-  if (!parallel || blocks <= 1 || at::in_parallel_region()) {
+  if (!threads || blocks <= 1) {
     for (int64_t b = 0; b < blocks; ++b) run_block(b);
     return;
   }

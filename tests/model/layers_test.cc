@@ -4,10 +4,14 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "server/attention/parallelism.h"
 #include "gtest/gtest.h"
 
 namespace favor::model::internal {
@@ -101,6 +105,40 @@ TEST(LayersTest, RowBlocksCoverEveryRowOnce) {
     });
     for (const auto& count : seen) EXPECT_EQ(count.load(), 1);
   }
+}
+
+// A batch smaller than a block per thread is cut so that every thread has
+// rows, in blocks of at least kMinParallelBlockRows; run in order (not
+// parallel) the blocks stay whole.
+TEST(LayersTest, ASmallBatchIsCutSoThatEveryThreadHasRows) {
+  const auto blocks = [](int64_t rows, int64_t block_rows, bool parallel) {
+    absl::Mutex mu;
+    std::vector<std::pair<int64_t, int64_t>> seen;
+    ForEachRowBlock(rows, block_rows, parallel, [&](int64_t b, int64_t e) {
+      absl::MutexLock lock(&mu);
+      seen.push_back({b, e});
+    });
+    std::sort(seen.begin(), seen.end());
+    return seen;
+  };
+  using Blocks = std::vector<std::pair<int64_t, int64_t>>;
+  // As favor-server configures them (one per core: 2 on the CI machine,
+  // and at least 2 here).
+  const int threads = std::max(
+      2, attention::ConfigureCpuParallelism(attention::CpuParallelismOptions{}));
+  at::set_num_threads(threads);
+  const int64_t rows = 100 * threads;
+  Blocks expected;
+  for (int t = 0; t < threads; ++t) expected.push_back({100 * t, 100 * t + 100});
+  EXPECT_EQ(blocks(rows, 256, true), expected);
+  EXPECT_EQ(blocks(rows, 256, false), (Blocks{{0, rows}}));
+  // Never below 32 rows a block, nor above block_rows.
+  const Blocks forty = threads > 1 ? Blocks{{0, 32}, {32, 40}}
+                                   : Blocks{{0, 40}};
+  EXPECT_EQ(blocks(40, 256, true), forty);
+  EXPECT_EQ(blocks(20, 256, true), (Blocks{{0, 20}}));
+  EXPECT_EQ(blocks(1000 * threads, 256, true).front(),
+            (std::pair<int64_t, int64_t>{0, 256}));
 }
 
 TEST(LayersTest, LinearColumnsAreAViewOfTheFusedLayer) {
