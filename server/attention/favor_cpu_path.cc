@@ -356,7 +356,11 @@ struct QueryPass {
             int64_t end);
 
   const int64_t d, dv, m, chunk;
-  const at::Tensor feature_sums;  // Σφ(k) with ε folded in, (m)
+  // The state (m, dv + 1), read in place: Σφ(k)vᵀ in columns [0, dv),
+  // Σφ(k) in column dv (ε folded into both).
+  const at::Tensor state;
+  const float* const sums;
+  std::vector<float> feature_sums;  // column dv, contiguous
   float* const u;
   float* const numerators;
   std::vector<float> half, denominators;
@@ -373,7 +377,9 @@ QueryPass::QueryPass(const FeatureContext& context,
       dv(group.value.size(2)),
       m(context.num_features()),
       chunk(CpuChunkTokens(options, end - begin)),
-      feature_sums(state[0].select(1, dv).contiguous()),
+      state(state.contiguous()),
+      sums(this->state.data_ptr<float>()),
+      feature_sums(m),
       u(Scratch(ScratchSlot::kFeatures, chunk, m)),
       numerators(Scratch(ScratchSlot::kValueRows, chunk, dv)),
       half(chunk),
@@ -383,17 +389,18 @@ QueryPass::QueryPass(const FeatureContext& context,
       out(group.out[0]),
       query_stride(query.stride(0)),
       out_stride(out.stride(0)),
-      logits(AffineOf(group)) {}
+      logits(AffineOf(group)) {
+  for (int64_t i = 0; i < m; ++i) feature_sums[i] = sums[i * (dv + 1) + dv];
+}
 
 // The bfloat16 query pass: S packed once, then per step the projection
 // (GemmBF16), the float32 features and normaliser, the features rounded to
 // bfloat16 for φ(q)·S (GemmBF16), and the quotient rounded into the output.
 void QueriesBF16(const FeatureContext& context, QueryPass& p,
                  const at::Tensor& state, int64_t begin, int64_t end) {
-  const at::Tensor both = state[0].contiguous();  // (m, dv + 1)
   cpu::BFloat16Bits* const sums16 =
       ScratchBF16(ScratchSlot::kValuesBF16, cpu::PackedBF16Size(p.m, p.dv));
-  cpu::PackBF16(p.m, p.dv, {both.data_ptr<float>(), p.dv + 1, 1}, sums16);
+  cpu::PackBF16(p.m, p.dv, {p.sums, p.dv + 1, 1}, sums16);
   const cpu::BFloat16Bits* const projection = PackedProjection(context);
   cpu::BFloat16Bits* const u16 =
       ScratchBF16(ScratchSlot::kFeaturesBF16, p.chunk * p.m);
@@ -408,8 +415,8 @@ void QueriesBF16(const FeatureContext& context, QueryPass& p,
     cpu::RowSquaredNormsBF16(x, rows, p.d, p.query_stride, p.half_scale,
                              p.half.data());
     cpu::QueryFeaturesWithDot(p.u, p.half.data(), rows, p.m, context.epsilon(),
-                              p.feature_sums.data_ptr<float>(),
-                              p.denominators.data(), p.logits);
+                              p.feature_sums.data(), p.denominators.data(),
+                              p.logits);
     cpu::ConvertToBF16(rows, p.m, {p.u, p.m, 1}, u16, p.m);
     cpu::GemmBF16(rows, p.dv, p.m, u16, p.m, sums16, p.numerators, p.dv,
                   /*accumulate=*/false);
@@ -427,11 +434,9 @@ void QueriesFavorCpu(const FeatureContext& context,
                      const at::Tensor& state, int64_t begin, int64_t end) {
   QueryPass p(context, options, group, state, begin, end);
   if (RunsInBFloat16(group)) return QueriesBF16(context, p, state, begin, end);
-  const at::Tensor sums = state[0].narrow(1, 0, p.dv).contiguous();
   const float* const projection =
       context.scaled_projection_t().data_ptr<float>();
   const float* const queries = p.query.data_ptr<float>();
-  const float* const sums_data = sums.data_ptr<float>();
   float* const outputs = p.out.data_ptr<float>();
   for (int64_t start = begin; start < end; start += p.chunk) {
     const int64_t rows = std::min(end, start + p.chunk) - start;
@@ -441,10 +446,10 @@ void QueriesFavorCpu(const FeatureContext& context,
     cpu::RowSquaredNorms(x, rows, p.d, p.query_stride, p.half_scale,
                          p.half.data());
     cpu::QueryFeaturesWithDot(p.u, p.half.data(), rows, p.m, context.epsilon(),
-                              p.feature_sums.data_ptr<float>(),
-                              p.denominators.data(), p.logits);
-    MatMul(rows, p.dv, p.m, {p.u, p.m, 1}, sums_data, p.dv, p.numerators, p.dv,
-           /*accumulate=*/false);
+                              p.feature_sums.data(), p.denominators.data(),
+                              p.logits);
+    MatMul(rows, p.dv, p.m, {p.u, p.m, 1}, p.sums, p.dv + 1, p.numerators,
+           p.dv, /*accumulate=*/false);
     cpu::DivideRows(p.numerators, p.denominators.data(), rows, p.dv,
                     outputs + start * p.out_stride, p.out_stride);
   }

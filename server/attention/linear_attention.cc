@@ -294,6 +294,14 @@ std::vector<KeyState> MergeRanges(const LinearAttention& attention,
   }
   std::vector<KeyState> totals(groups.size());
   ForEachTask(static_cast<int64_t>(groups.size()), parallel, [&](int64_t g) {
+    // One range (every sequence shorter than a range) is its own total:
+    // merging it into an empty state would only copy it, a handful of small
+    // tensor operations per sequence, head and layer that cost short
+    // inputs more than their attention.
+    if (ranges_of[g].size() == 1) {
+      totals[g] = parts[ranges_of[g].front()];
+      return;
+    }
     totals[g] = attention.EmptyState(groups[g]);
     for (const size_t i : ranges_of[g]) attention.Merge(totals[g], parts[i]);
   });

@@ -191,9 +191,17 @@ void Batcher::OnMemoryReleased() {
 }
 
 // The packing policy's due time, except that a drain runs what is queued
-// without waiting for company.
+// without waiting for company, and so does a worker with nothing to run:
+// waiting for company pays while the workers are busy (the next batch
+// gathers what arrives meanwhile); an idle worker would spend the delay
+// doing nothing, on every lone request.
 absl::Time Batcher::NextBatchTime() const {
-  if (draining_ && !queues_.empty()) return absl::InfinitePast();
+  if (queues_.empty()) return absl::InfiniteFuture();
+  if (draining_) return absl::InfinitePast();
+  if (!options_.wait_for_company_when_idle &&
+      ready_.size() < static_cast<size_t>(idle_workers_)) {
+    return absl::InfinitePast();
+  }
   return BatchDueTime(queues_, policy_);
 }
 
@@ -219,6 +227,7 @@ void Batcher::WorkerLoop(int worker_index) {
 std::optional<Batch> Batcher::TakeReadyBatch(std::vector<Dropped>* dropped) {
   absl::MutexLock lock(&mu_);
   ++idle_workers_;
+  former_wake_ = true;  // Whatever is queued is due for this worker.
   mu_.Await(absl::Condition(this, &Batcher::ReadyOrFormerDone));
   --idle_workers_;
   if (ready_.empty()) return std::nullopt;

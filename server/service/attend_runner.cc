@@ -40,6 +40,14 @@ absl::Status Compute(const AttendPlan& plan, const v1::AttendRequest& request,
   ASSIGN_OR_RETURN(const at::Tensor output,
                    attention::Attend(in.query, in.key, in.value, in.projection,
                                      in.key_padding_mask, options));
+  // Finite inputs can still overflow float32 in their scores (|q·k| near
+  // 3e38): an answer of NaN or infinity would be wrong, not a result.
+  if (!at::isfinite(output).all().item<bool>()) {
+    return absl::InvalidArgumentError(
+        "the attention of these inputs is not finite in float32: their "
+        "scores overflow (|q|·|k| is near 3e38); scale the query or key "
+        "down");
+  }
   WriteOutput(output, request.query().dtype(), response->mutable_output());
   return absl::OkStatus();
 }

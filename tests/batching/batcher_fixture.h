@@ -115,6 +115,9 @@ class BatcherTest : public ::testing::Test {
     options.max_batch_tokens = kBatchTokens;
     options.max_batch_requests = 8;
     options.max_queue_delay = kDelay;
+    // These tests form batches by the clock, idle workers or not
+    // (batcher_test.cc's IdleWorker tests cover the default).
+    options.wait_for_company_when_idle = true;
     return options;
   }
 

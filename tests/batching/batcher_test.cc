@@ -199,6 +199,45 @@ TEST_F(BatcherTest, WaitsForMaxQueueDelayBeforeFormingPartialBatch) {
   EXPECT_TRUE(log_.StatusOf(1).ok());
 }
 
+// By default (wait_for_company_when_idle false) a worker with nothing to
+// run takes what is queued at once, again and again: the clock never moves
+// here.
+TEST_F(BatcherTest, AnIdleWorkerRunsALoneRequestAtOnce) {
+  Batcher::Options options = TestOptions();
+  options.wait_for_company_when_idle = false;
+  Start(options);
+  for (int id = 1; id <= 3; ++id) {
+    ASSERT_OK(Add(id, 10));
+    ASSERT_TRUE(runner_.WaitForBatches(id));
+    ASSERT_TRUE(log_.WaitFor(id));
+    EXPECT_TRUE(log_.StatusOf(id).ok());
+  }
+  EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1), ElementsAre(2),
+                                      ElementsAre(3)));
+}
+
+// While the worker runs, arrivals wait for company as ever (batch {2, 3},
+// formed once 2 has waited kDelay).
+TEST_F(BatcherTest, ABusyWorkersNextBatchStillWaitsForCompany) {
+  Batcher::Options options = TestOptions();
+  options.wait_for_company_when_idle = false;
+  Start(options);
+  runner_.Block();
+  ASSERT_OK(Add(1, 10));
+  ASSERT_TRUE(runner_.WaitForRunning(1));
+  held_ = 1;
+  ASSERT_OK(Add(2, 10));
+  ASSERT_OK(Add(3, 10));
+  WaitIdle();
+  EXPECT_EQ(batcher_->NumQueuedRequests(), 2);  // not formed: no delay yet
+  clock_.Advance(kDelay);
+  WaitIdle();
+  EXPECT_EQ(batcher_->NumQueuedRequests(), 0);  // {2, 3} formed
+  Release();
+  ASSERT_TRUE(runner_.WaitForBatches(2));
+  EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1), ElementsAre(2, 3)));
+}
+
 TEST_F(BatcherTest, DelayCountsFromTheOldestRequest) {
   Start();
   ASSERT_OK(Add(1, 10));

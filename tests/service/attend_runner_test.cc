@@ -152,6 +152,29 @@ TEST(PlaceAttendInputsTest, NaNIsRefusedOnTheHostNamingTheField) {
   EXPECT_THAT(in.status().message(), ::testing::HasSubstr("value.data"));
 }
 
+// Finite inputs whose scores overflow float32 (q = k = 2e19, d = 1: q·k is
+// 4e38) get INVALID_ARGUMENT, not an answer of NaN, from every kernel whose
+// output they overflow; FAVOR+'s stabilised features stay finite.
+TEST(ComputeAttendTest, ScoresThatOverflowAreRefusedNotAnsweredNaN) {
+  for (const char* kernel : {"softmax", "relu", "elu+1", "trig"}) {
+    SCOPED_TRACE(kernel);
+    v1::AttendRequest request;
+    *request.mutable_query() = TensorOf({1, 1, 2, 1}, {2e19f, 2e19f});
+    *request.mutable_key() = TensorOf({1, 1, 2, 1}, {2e19f, 2e19f});
+    *request.mutable_value() = TensorOf({1, 1, 2, 1}, {1.f, 2.f});
+    request.set_kernel(kernel);
+    request.set_num_random_features(kFeatures);
+    request.set_projection_seed(kSeed);
+    const absl::StatusOr<AttendPlan> plan =
+        ValidateAttendRequest(request, AttendLimits());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    v1::AttendResponse response;
+    const absl::Status status = ComputeAttend(*plan, request, "cpu", &response);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), ::testing::HasSubstr("not finite"));
+  }
+}
+
 TEST(AttendRunnerTest, CreateRefusesADeviceItCannotUse) {
   EXPECT_EQ(AttendRunner::Create(nullptr, "tpu").status().code(),
             absl::StatusCode::kInvalidArgument);
