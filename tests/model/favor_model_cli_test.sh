@@ -171,6 +171,8 @@ if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
     || fail "compare printed $(cat "$tmp/compare")"
   grep -q 'peaked copy (largest |logit| per layer: ' "$tmp/compare" \
     || fail "compare made no peaked copy"
+  grep -q "^model $tmp/small (largest |logit| per layer: " "$tmp/compare" \
+    || fail "compare printed no logits of the model itself"
 else
   expect_error "AVX512-BF16" "$cli" verify "$tmp/small" --dtype bfloat16
 fi
