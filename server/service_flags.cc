@@ -25,11 +25,9 @@ ABSL_FLAG(int64_t, max_batch_requests, kBatching.max_batch_requests,
           "most inputs in one batch");
 ABSL_FLAG(int64_t, max_queue_delay_micros,
           absl::ToInt64Microseconds(kBatching.max_queue_delay),
-          "longest wait of a queued input for company before its batch runs");
-ABSL_FLAG(bool, wait_for_company_when_idle,
-          kBatching.wait_for_company_when_idle,
-          "an idle worker, too, waits max_queue_delay_micros for company "
-          "(false: it takes what is queued at once)");
+          "how long an idle worker waits for company for a batch short of "
+          "the limits (0: it takes what is queued at once; inputs that "
+          "arrive while it is busy join its next batch either way)");
 ABSL_FLAG(int64_t, max_queue_requests, kBatching.max_queue_requests,
           "most inputs queued per model; beyond: RESOURCE_EXHAUSTED with a "
           "retry hint");
@@ -116,8 +114,6 @@ service::FavorService::Options ServiceOptionsFromFlags(
   batching.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
   batching.max_queue_delay =
       absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_micros));
-  batching.wait_for_company_when_idle =
-      absl::GetFlag(FLAGS_wait_for_company_when_idle);
   batching.max_queue_requests = absl::GetFlag(FLAGS_max_queue_requests);
   batching.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
   batching.max_request_age =

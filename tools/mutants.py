@@ -400,7 +400,8 @@ MUTANTS = [
        "lost status", "  if (!at::isfinite(output).all().item<bool>()) {",
        "  if (false) {", "service",
        exclude=NO_E2E),
-    _m("batch-idle-worker-waits", BAT + "batcher.cc", "inverted condition",
-       "  if (!options_.wait_for_company_when_idle &&",
-       "  if (options_.wait_for_company_when_idle &&", "batching"),
+    _m("batch-formed-ahead-of-workers", BAT + "batcher.cc",
+       "off-by-one bound",
+       "  return ready_.size() < static_cast<size_t>(idle_workers_);",
+       "  return ready_.size() < 1;", "batching"),
 ]

@@ -117,7 +117,7 @@ void Batcher::WaitForFormerWork() {
 absl::Time Batcher::NextFormerWakeTime() const {
   absl::Time wake_time = draining_ ? drain_deadline_ : absl::InfiniteFuture();
   wake_time = std::min(wake_time, queues_.EarliestDeadline());
-  if (ready_.size() < kMaxReadyBatches && !memory_blocked_) {
+  if (WorkerWaiting() && !memory_blocked_) {
     wake_time = std::min(wake_time, NextBatchTime());
   }
   return wake_time;
@@ -135,18 +135,10 @@ void Batcher::DropUnrunnable(absl::Time now, std::vector<Dropped>* dropped) {
       dropped->push_back({queues_.Take(priority, &it), std::move(status)});
     }
   }
-  // Past the drain deadline, formed batches waiting for a worker are
-  // answered too, not when the batch computing ahead of them ends.
-  if (draining_ && drain_deadline_ <= now) {
-    for (Batch& batch : ready_) {
-      batch = KeepRunnable(std::move(batch), now, dropped);
-    }
-  }
 }
 
 bool Batcher::BatchDue(absl::Time now) const {
-  return ready_.size() < kMaxReadyBatches && !queues_.empty() &&
-         NextBatchTime() <= now;
+  return WorkerWaiting() && !queues_.empty() && NextBatchTime() <= now;
 }
 
 // Packs the next batch into ready_, within what the memory budget has left;
@@ -191,17 +183,10 @@ void Batcher::OnMemoryReleased() {
 }
 
 // The packing policy's due time, except that a drain runs what is queued
-// without waiting for company, and so does a worker with nothing to run:
-// waiting for company pays while the workers are busy (the next batch
-// gathers what arrives meanwhile); an idle worker would spend the delay
-// doing nothing, on every lone request.
+// without waiting for company.
 absl::Time Batcher::NextBatchTime() const {
   if (queues_.empty()) return absl::InfiniteFuture();
   if (draining_) return absl::InfinitePast();
-  if (!options_.wait_for_company_when_idle &&
-      ready_.size() < static_cast<size_t>(idle_workers_)) {
-    return absl::InfinitePast();
-  }
   return BatchDueTime(queues_, policy_);
 }
 
@@ -210,49 +195,25 @@ absl::Time Batcher::NextBatchTime() const {
 
 void Batcher::WorkerLoop(int worker_index) {
   while (true) {
-    std::vector<Dropped> dropped;
-    std::optional<Batch> batch = TakeReadyBatch(&dropped);
-    AnswerDropped(std::move(dropped));
+    std::optional<Batch> batch = TakeReadyBatch();
     if (!batch.has_value()) return;
-    if (batch->requests.empty()) {
-      ReleaseMemory(*batch);  // every request was dropped
-    } else {
-      RunBatch(worker_index, *std::move(batch));
-    }
+    RunBatch(worker_index, *std::move(batch));
   }
 }
 
-// Waits for a formed batch (nullopt once the former is done and none is
-// left), and moves the requests that can no longer run into `dropped`.
-std::optional<Batch> Batcher::TakeReadyBatch(std::vector<Dropped>* dropped) {
+// Waits for the batch formed for this worker (nullopt once the former is
+// done and none is left). It was formed just now, from requests that could
+// run then, so it runs as formed.
+std::optional<Batch> Batcher::TakeReadyBatch() {
   absl::MutexLock lock(&mu_);
   ++idle_workers_;
-  former_wake_ = true;  // Whatever is queued is due for this worker.
+  former_wake_ = true;  // A batch may be due for this worker.
   mu_.Await(absl::Condition(this, &Batcher::ReadyOrFormerDone));
   --idle_workers_;
   if (ready_.empty()) return std::nullopt;
   Batch batch = std::move(ready_.front());
   ready_.pop_front();
-  former_wake_ = true;  // Room for the next formed batch.
-  return KeepRunnable(std::move(batch), clock_->Now(), dropped);
-}
-
-// The same checks as DropUnrunnable(), for a batch formed a while ago.
-Batch Batcher::KeepRunnable(Batch batch, absl::Time now,
-                            std::vector<Dropped>* dropped) const {
-  Batch runnable;
-  runnable.reserved_memory_bytes = batch.reserved_memory_bytes;
-  for (std::unique_ptr<Request>& request : batch.requests) {
-    absl::Status status = UnrunnableStatus(*request, now);
-    if (!status.ok()) {
-      dropped->push_back({std::move(request), std::move(status)});
-      continue;
-    }
-    runnable.num_tokens += request->num_tokens;
-    runnable.memory_bytes += request->memory_bytes;
-    runnable.requests.push_back(std::move(request));
-  }
-  return runnable;
+  return batch;
 }
 
 // Runs `batch`, then completes what the runner left uncompleted.
@@ -331,6 +292,10 @@ absl::Status Batcher::UnrunnableStatus(const Request& request,
                      "' shut down before the request could run"));
   }
   return absl::OkStatus();
+}
+
+bool Batcher::WorkerWaiting() const {
+  return ready_.size() < static_cast<size_t>(idle_workers_);
 }
 
 bool Batcher::ReadyOrFormerDone() const {

@@ -1,9 +1,9 @@
 // The fixture of the Batcher tests: a Batcher over a fake clock, a fake
 // runner and a recording observer, with helpers to enqueue requests and to
-// hold the pipeline (one batch running, one formed) while a test queues
-// more. No test sleeps: time moves only through FakeClock::Advance(), and
-// tests synchronise with the batcher's threads through
-// WaitUntilIdleForTesting() and the fakes' waits.
+// hold the worker (one batch running) while a test queues more. No test
+// sleeps: time moves only through FakeClock::Advance(), and tests
+// synchronise with the batcher's threads through WaitUntilIdleForTesting()
+// and the fakes' waits.
 #ifndef FAVOR_TESTS_BATCHING_BATCHER_FIXTURE_H_
 #define FAVOR_TESTS_BATCHING_BATCHER_FIXTURE_H_
 
@@ -34,9 +34,8 @@ namespace favor::batching {
 
 inline constexpr absl::Duration kDelay = absl::Milliseconds(10);
 inline constexpr int64_t kBatchTokens = 100;
-// Requests HoldPipeline() uses to occupy the worker and the ready slot.
+// The request HoldWorker() occupies the worker with.
 inline constexpr uint64_t kRunningId = 1001;
-inline constexpr uint64_t kReadyId = 1002;
 inline constexpr absl::Time kNever = absl::InfiniteFuture();
 
 struct DequeuedRecord {
@@ -114,10 +113,9 @@ class BatcherTest : public ::testing::Test {
     options.model_name = "test-model";
     options.max_batch_tokens = kBatchTokens;
     options.max_batch_requests = 8;
+    // These tests form partial batches by the clock (batcher_test.cc's
+    // IdleWorker tests cover the default, zero).
     options.max_queue_delay = kDelay;
-    // These tests form batches by the clock, idle workers or not
-    // (batcher_test.cc's IdleWorker tests cover the default).
-    options.wait_for_company_when_idle = true;
     return options;
   }
 
@@ -152,19 +150,14 @@ class BatcherTest : public ::testing::Test {
     runner_.Unblock();
   }
 
-  // Occupies the single worker (request kRunningId, held inside the runner)
-  // and the ready slot (request kReadyId, formed and waiting), so that what
-  // the test enqueues next stays queued until Release(). Both are
-  // full batches of the normal priority.
-  void HoldPipeline(
-      absl::Time ready_deadline = kNever,
-      std::shared_ptr<const CancellationFlag> ready_flag = nullptr) {
+  // Occupies the single worker (request kRunningId, a full batch held
+  // inside the runner), so that what the test enqueues next stays queued
+  // until Release(): no batch is formed while no worker can take it.
+  void HoldWorker() {
     runner_.Block();
     ASSERT_OK(Add(kRunningId, kBatchTokens));
     ASSERT_TRUE(runner_.WaitForRunning(1));
     held_ = 1;
-    ASSERT_OK(Add(kReadyId, kBatchTokens, Priority::kNormal, ready_deadline,
-                  std::move(ready_flag)));
     WaitIdle();
     ASSERT_EQ(batcher_->NumQueuedRequests(), 0);
   }
@@ -175,12 +168,11 @@ class BatcherTest : public ::testing::Test {
     return ids;
   }
 
-  // The batches run after the two HoldPipeline() ones.
+  // The batches run after the HoldWorker() one.
   std::vector<std::vector<uint64_t>> BatchIdsAfterHold() const {
     std::vector<std::vector<uint64_t>> ids;
     for (const testing::RunRecord& run : runner_.runs()) {
       if (run.ids == std::vector<uint64_t>{kRunningId}) continue;
-      if (run.ids == std::vector<uint64_t>{kReadyId}) continue;
       ids.push_back(run.ids);
     }
     return ids;

@@ -28,38 +28,38 @@ using ::testing::UnorderedElementsAre;
 
 TEST_F(BatcherTest, PacksShorterRequestsAroundALongOne) {
   Start();
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 60));
   ASSERT_OK(Add(2, 50));  // Does not fit with request 1.
   ASSERT_OK(Add(3, 30));  // These two fill the budget instead of waiting.
   ASSERT_OK(Add(4, 10));
   WaitIdle();
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(3));
+  ASSERT_TRUE(runner_.WaitForBatches(2));
   WaitIdle();
   EXPECT_THAT(BatchIdsAfterHold(), ElementsAre(ElementsAre(1, 3, 4)));
-  EXPECT_EQ(runner_.runs()[2].num_tokens, kBatchTokens);
+  EXPECT_EQ(runner_.runs()[1].num_tokens, kBatchTokens);
   clock_.Advance(kDelay);
-  ASSERT_TRUE(runner_.WaitForBatches(4));
+  ASSERT_TRUE(runner_.WaitForBatches(3));
   EXPECT_THAT(BatchIdsAfterHold(),
               ElementsAre(ElementsAre(1, 3, 4), ElementsAre(2)));
 }
 
 TEST_F(BatcherTest, SkippedLongRequestLeadsTheNextBatch) {
   Start();
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 30));
   ASSERT_OK(Add(2, 80));  // Skipped by the first batch...
   ASSERT_OK(Add(3, 30));
   ASSERT_OK(Add(4, 30));
   ASSERT_OK(Add(5, 30));  // ...but not overtaken by this later small one.
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(4));
+  ASSERT_TRUE(runner_.WaitForBatches(3));
   WaitIdle();
   EXPECT_THAT(BatchIdsAfterHold(),
               ElementsAre(ElementsAre(1, 3, 4), ElementsAre(2)));
   clock_.Advance(kDelay);
-  ASSERT_TRUE(runner_.WaitForBatches(5));
+  ASSERT_TRUE(runner_.WaitForBatches(4));
   EXPECT_THAT(BatchIdsAfterHold(), ElementsAre(ElementsAre(1, 3, 4),
                                                ElementsAre(2), ElementsAre(5)));
 }
@@ -73,15 +73,15 @@ TEST_F(BatcherTest, OversizeRequestRunsAlone) {
   EXPECT_EQ(runner_.runs()[0].num_tokens, 250);
   EXPECT_TRUE(log_.StatusOf(1).ok());
 
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(2, 250));
   ASSERT_OK(Add(3, 10));
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(4));
+  ASSERT_TRUE(runner_.WaitForBatches(3));
   WaitIdle();
   EXPECT_THAT(BatchIdsAfterHold(), ElementsAre(ElementsAre(1), ElementsAre(2)));
   clock_.Advance(kDelay);
-  ASSERT_TRUE(runner_.WaitForBatches(5));
+  ASSERT_TRUE(runner_.WaitForBatches(4));
   EXPECT_THAT(BatchIdsAfterHold(),
               ElementsAre(ElementsAre(1), ElementsAre(2), ElementsAre(3)));
 }
@@ -107,14 +107,17 @@ TEST_F(BatcherTest, RequestExpiringInTheQueueIsAnsweredAtItsDeadline) {
   EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(2)));  // Never request 1.
 }
 
-TEST_F(BatcherTest, RequestExpiringInAFormedBatchIsNotRun) {
+// While the worker is busy: answered at its deadline, not when the worker
+// frees, and never run.
+TEST_F(BatcherTest, RequestExpiringWhileTheWorkerIsBusyIsNotRun) {
   Start();
-  HoldPipeline(/*ready_deadline=*/start_ + absl::Milliseconds(5));
+  HoldWorker();
+  ASSERT_OK(Add(1, kBatchTokens, Priority::kNormal,
+                start_ + absl::Milliseconds(5)));
   clock_.Advance(absl::Milliseconds(5));
+  ASSERT_TRUE(log_.WaitFor(1));
+  EXPECT_EQ(log_.StatusOf(1).code(), absl::StatusCode::kDeadlineExceeded);
   Release();
-  ASSERT_TRUE(log_.WaitFor(kReadyId));
-  EXPECT_EQ(log_.StatusOf(kReadyId).code(),
-            absl::StatusCode::kDeadlineExceeded);
   WaitIdle();
   EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(kRunningId)));
   EXPECT_TRUE(log_.StatusOf(kRunningId).ok());
@@ -175,14 +178,17 @@ TEST_F(BatcherTest, ClosedStreamCancelsAllItsRequests) {
   EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(3)));
 }
 
-TEST_F(BatcherTest, CancelledRequestInAFormedBatchIsNotRun) {
+// Cancelled without NotifyCancelled() while the worker is busy: dropped
+// when the worker frees, before the batch it would have led is formed.
+TEST_F(BatcherTest, CancelledRequestIsNotRunWhenTheWorkerFrees) {
   Start();
   auto flag = std::make_shared<CancellationFlag>();
-  HoldPipeline(kNever, flag);
+  HoldWorker();
+  ASSERT_OK(Add(1, kBatchTokens, Priority::kNormal, kNever, flag));
   flag->Cancel();
   Release();
-  ASSERT_TRUE(log_.WaitFor(kReadyId));
-  EXPECT_EQ(log_.StatusOf(kReadyId).code(), absl::StatusCode::kCancelled);
+  ASSERT_TRUE(log_.WaitFor(1));
+  EXPECT_EQ(log_.StatusOf(1).code(), absl::StatusCode::kCancelled);
   WaitIdle();
   EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(kRunningId)));
 }
@@ -194,30 +200,30 @@ TEST_F(BatcherTest, HighPriorityRequestsLeadFirst) {
   Batcher::Options options = TestOptions();
   options.max_batch_requests = 1;
   Start(options);
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 10, Priority::kNormal));
   ASSERT_OK(Add(2, 10, Priority::kNormal));
   ASSERT_OK(Add(3, 10, Priority::kHigh));
   ASSERT_OK(Add(4, 10, Priority::kHigh));
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(6));
+  ASSERT_TRUE(runner_.WaitForBatches(5));
   EXPECT_THAT(BatchIdsAfterHold(), ElementsAre(ElementsAre(3), ElementsAre(4),
                                                ElementsAre(1), ElementsAre(2)));
 }
 
 TEST_F(BatcherTest, HighPriorityRequestsFillFirst) {
   Start();
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 40, Priority::kNormal));
   ASSERT_OK(Add(2, 40, Priority::kHigh));
   ASSERT_OK(Add(3, 20, Priority::kNormal));
   ASSERT_OK(Add(4, 40, Priority::kHigh));
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(3));
+  ASSERT_TRUE(runner_.WaitForBatches(2));
   WaitIdle();
   EXPECT_THAT(BatchIdsAfterHold(), ElementsAre(ElementsAre(2, 4, 3)));
   clock_.Advance(kDelay);
-  ASSERT_TRUE(runner_.WaitForBatches(4));
+  ASSERT_TRUE(runner_.WaitForBatches(3));
   EXPECT_THAT(BatchIdsAfterHold(),
               ElementsAre(ElementsAre(2, 4, 3), ElementsAre(1)));
 }
@@ -227,12 +233,12 @@ TEST_F(BatcherTest, HighPriorityNeverStarvesNormal) {
   options.max_batch_requests = 1;
   options.max_consecutive_high_batches = 2;
   Start(options);
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 10, Priority::kNormal));
   ASSERT_OK(Add(2, 10, Priority::kNormal));
   for (uint64_t id = 3; id <= 7; ++id) ASSERT_OK(Add(id, 10, Priority::kHigh));
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(9));
+  ASSERT_TRUE(runner_.WaitForBatches(8));
   // At most two high-led batches in a row while a normal request waits.
   EXPECT_THAT(BatchIdsAfterHold(),
               ElementsAre(ElementsAre(3), ElementsAre(4), ElementsAre(1),
@@ -246,14 +252,14 @@ TEST_F(BatcherTest, AgeBoundLetsAnOldRequestLeadAheadOfPriority) {
   options.max_request_age = absl::Milliseconds(100);
   options.max_consecutive_high_batches = 100;
   Start(options);
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 10, Priority::kNormal));
   clock_.Advance(absl::Milliseconds(50));
   ASSERT_OK(Add(2, 10, Priority::kHigh));
   ASSERT_OK(Add(3, 10, Priority::kHigh));
   clock_.Advance(absl::Milliseconds(50));  // Request 1 reaches the bound.
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(5));
+  ASSERT_TRUE(runner_.WaitForBatches(4));
   EXPECT_THAT(BatchIdsAfterHold(),
               ElementsAre(ElementsAre(1), ElementsAre(2), ElementsAre(3)));
 }
@@ -263,14 +269,14 @@ TEST_F(BatcherTest, RequestsPastTheAgeBoundArePackedFirst) {
   options.max_request_age = absl::Milliseconds(100);
   options.max_consecutive_high_batches = 100;
   Start(options);
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 50, Priority::kNormal));
   ASSERT_OK(Add(2, 50, Priority::kNormal));
   clock_.Advance(absl::Milliseconds(150));
   ASSERT_OK(Add(3, 50, Priority::kHigh));
   ASSERT_OK(Add(4, 50, Priority::kHigh));
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(4));
+  ASSERT_TRUE(runner_.WaitForBatches(3));
   EXPECT_THAT(BatchIdsAfterHold(),
               ElementsAre(ElementsAre(1, 2), ElementsAre(3, 4)));
 }

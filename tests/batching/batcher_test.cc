@@ -199,12 +199,11 @@ TEST_F(BatcherTest, WaitsForMaxQueueDelayBeforeFormingPartialBatch) {
   EXPECT_TRUE(log_.StatusOf(1).ok());
 }
 
-// By default (wait_for_company_when_idle false) a worker with nothing to
-// run takes what is queued at once, again and again: the clock never moves
-// here.
+// By default (max_queue_delay zero) a worker with nothing to run takes what
+// is queued at once, again and again: the clock never moves here.
 TEST_F(BatcherTest, AnIdleWorkerRunsALoneRequestAtOnce) {
   Batcher::Options options = TestOptions();
-  options.wait_for_company_when_idle = false;
+  options.max_queue_delay = Batcher::Options().max_queue_delay;
   Start(options);
   for (int id = 1; id <= 3; ++id) {
     ASSERT_OK(Add(id, 10));
@@ -216,23 +215,24 @@ TEST_F(BatcherTest, AnIdleWorkerRunsALoneRequestAtOnce) {
                                       ElementsAre(3)));
 }
 
-// While the worker runs, arrivals wait for company as ever (batch {2, 3},
-// formed once 2 has waited kDelay).
-TEST_F(BatcherTest, ABusyWorkersNextBatchStillWaitsForCompany) {
+// Everything that arrives while the worker runs joins its next batch, however
+// long it has waited: no batch is formed before a worker can take it, so none
+// is closed to the callers that arrive meanwhile. (A batch formed once 2 had
+// waited kDelay held a third of 16 closed-loop callers, not half.)
+TEST_F(BatcherTest, ArrivalsWhileTheWorkerRunsAllJoinItsNextBatch) {
   Batcher::Options options = TestOptions();
-  options.wait_for_company_when_idle = false;
+  options.max_queue_delay = absl::ZeroDuration();
   Start(options);
   runner_.Block();
   ASSERT_OK(Add(1, 10));
   ASSERT_TRUE(runner_.WaitForRunning(1));
   held_ = 1;
   ASSERT_OK(Add(2, 10));
+  clock_.Advance(2 * kDelay);
+  WaitIdle();
   ASSERT_OK(Add(3, 10));
   WaitIdle();
-  EXPECT_EQ(batcher_->NumQueuedRequests(), 2);  // not formed: no delay yet
-  clock_.Advance(kDelay);
-  WaitIdle();
-  EXPECT_EQ(batcher_->NumQueuedRequests(), 0);  // {2, 3} formed
+  EXPECT_EQ(batcher_->NumQueuedRequests(), 2);
   Release();
   ASSERT_TRUE(runner_.WaitForBatches(2));
   EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1), ElementsAre(2, 3)));
@@ -250,15 +250,6 @@ TEST_F(BatcherTest, DelayCountsFromTheOldestRequest) {
   clock_.Advance(absl::Milliseconds(1));  // Request 1 has waited kDelay.
   ASSERT_TRUE(runner_.WaitForBatches(1));
   EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1, 2)));
-}
-
-TEST_F(BatcherTest, ZeroDelayFormsBatchAtOnce) {
-  Batcher::Options options = TestOptions();
-  options.max_queue_delay = absl::ZeroDuration();
-  Start(options);
-  ASSERT_OK(Add(1, 10));
-  ASSERT_TRUE(runner_.WaitForBatches(1));
-  EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1)));
 }
 
 // ---------------------------------------------------------------------------
@@ -292,7 +283,7 @@ TEST_F(BatcherTest, FullQueueOfTokensRefusesAtOnceWithRetryHint) {
   Batcher::Options options = TestOptions();
   options.max_queue_tokens = 300;
   Start(options);
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 100));
   ASSERT_OK(Add(2, 100));
   // 450 tokens would exceed the limit by 150: two batches must leave first.
@@ -342,33 +333,31 @@ TEST_F(BatcherTest, RetryHintBeforeAnyMeasurementCountsTheRunningBatch) {
   ASSERT_OK(Add(1, kBatchTokens));
   ASSERT_TRUE(runner_.WaitForRunning(1));
   held_ = 1;
-  ASSERT_OK(Add(2, kBatchTokens));  // formed, waiting for the worker
+  ASSERT_OK(Add(2, 10));  // queued
   WaitIdle();
-  ASSERT_OK(Add(3, 10));  // queued
-  EXPECT_EQ(RetryAfter(Add(4, 10)), kDelay);
+  EXPECT_EQ(RetryAfter(Add(3, 10)), kDelay);
   clock_.Advance(absl::Milliseconds(300));
-  EXPECT_EQ(RetryAfter(Add(5, 10)), absl::Milliseconds(300));
+  EXPECT_EQ(RetryAfter(Add(4, 10)), absl::Milliseconds(300));
 }
 
 // ---------------------------------------------------------------------------
-// Pipelining and workers.
+// Workers.
 
-TEST_F(BatcherTest, NextBatchIsFormedWhileOneRuns) {
+// A full batch and a request past its delay stay queued while the worker
+// runs; once it frees they run in turn, without waiting again.
+TEST_F(BatcherTest, NoBatchIsFormedWhileNoWorkerCanTakeIt) {
   Start();
   runner_.Block();
   ASSERT_OK(Add(1, kBatchTokens));
   ASSERT_TRUE(runner_.WaitForRunning(1));
   held_ = 1;
   ASSERT_OK(Add(2, kBatchTokens));
-  WaitIdle();
-  EXPECT_EQ(batcher_->NumQueuedRequests(), 0);  // Batch {2} is formed.
   ASSERT_OK(Add(3, 10));
+  clock_.Advance(kDelay);
   WaitIdle();
-  EXPECT_EQ(batcher_->NumQueuedRequests(), 1);  // Only one batch ahead.
+  EXPECT_EQ(batcher_->NumQueuedRequests(), 2);
   EXPECT_EQ(runner_.num_runs(), 1);
   Release();
-  ASSERT_TRUE(runner_.WaitForBatches(2));
-  clock_.Advance(kDelay);
   ASSERT_TRUE(runner_.WaitForBatches(3));
   EXPECT_THAT(BatchIds(),
               ElementsAre(ElementsAre(1), ElementsAre(2), ElementsAre(3)));
@@ -389,7 +378,7 @@ TEST_F(BatcherTest, EachWorkerRunsOneBatchAtATime) {
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_THAT((std::vector<int>{runs[0].worker_index, runs[1].worker_index}),
               UnorderedElementsAre(0, 1));
-  EXPECT_EQ(batcher_->NumQueuedRequests(), 0);  // The third waits, formed.
+  EXPECT_EQ(batcher_->NumQueuedRequests(), 1);  // The third waits, queued.
   Release();
   ASSERT_TRUE(log_.WaitForTotal(3));
   EXPECT_EQ(runner_.num_runs(), 3);
@@ -463,27 +452,27 @@ TEST_F(BatcherTest, ObserverSeesQueueDurationsAndBatchSizes) {
 // (favor_queue_depth) counts exactly the requests still waiting.
 TEST_F(BatcherTest, ObserverReportsEachRequestInAndOutOnce) {
   Start();
-  HoldPipeline();
-  EXPECT_EQ(observer_.waiting(), 1);  // kReadyId: formed, not started
+  HoldWorker();
+  EXPECT_EQ(observer_.waiting(), 0);  // kRunningId: out when it started
   ASSERT_OK(Add(1, 10));
   ASSERT_OK(Add(2, 10, Priority::kNormal, clock_.Now() + absl::Milliseconds(1)));
-  EXPECT_EQ(observer_.waiting(), 3);
+  EXPECT_EQ(observer_.waiting(), 2);
   clock_.Advance(absl::Milliseconds(1));  // request 2 expires in the queue
   ASSERT_TRUE(log_.WaitFor(2));
   WaitIdle();
-  EXPECT_EQ(observer_.waiting(), 2);
+  EXPECT_EQ(observer_.waiting(), 1);
   Release();
   clock_.Advance(kDelay);
   ASSERT_TRUE(log_.WaitFor(1));
   WaitIdle();
   EXPECT_EQ(observer_.waiting(), 0);
   EXPECT_THAT(observer_.enqueued(),
-              UnorderedElementsAre(kRunningId, kReadyId, 1, 2));
+              UnorderedElementsAre(kRunningId, 1, 2));
   std::vector<uint64_t> out;
   for (const DequeuedRecord& record : observer_.dequeued()) {
     out.push_back(record.id);
   }
-  EXPECT_THAT(out, UnorderedElementsAre(kRunningId, kReadyId, 1, 2));
+  EXPECT_THAT(out, UnorderedElementsAre(kRunningId, 1, 2));
 }
 
 // A batch is reported before its requests are answered, so that a caller
@@ -546,38 +535,37 @@ TEST_F(BatcherTest, ShutdownRunsEverythingQueuedWithoutWaiting) {
 
 TEST_F(BatcherTest, ShutdownRunsQueuedRequestsWithinTheDrainTimeout) {
   Start();
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 10));
   ASSERT_OK(Add(2, 10));
   std::thread shutdown([this] { batcher_->Shutdown(absl::Milliseconds(20)); });
   ASSERT_TRUE(clock_.BlockUntilWaiting(start_ + absl::Milliseconds(20)));
   Release();
   shutdown.join();
-  EXPECT_EQ(log_.total(), 4);
-  for (uint64_t id : {kRunningId, kReadyId, uint64_t{1}, uint64_t{2}}) {
+  EXPECT_EQ(log_.total(), 3);
+  for (uint64_t id : {kRunningId, uint64_t{1}, uint64_t{2}}) {
     EXPECT_TRUE(log_.StatusOf(id).ok()) << id;
   }
 }
 
 TEST_F(BatcherTest, ShutdownAnswersUnavailableAfterTheDrainTimeout) {
   Start();
-  HoldPipeline();
+  HoldWorker();
   ASSERT_OK(Add(1, 10));
   ASSERT_OK(Add(2, 10));
   std::thread shutdown([this] { batcher_->Shutdown(absl::Milliseconds(20)); });
   ASSERT_TRUE(clock_.BlockUntilWaiting(start_ + absl::Milliseconds(20)));
   EXPECT_EQ(Add(3, 10).code(), absl::StatusCode::kUnavailable);
   clock_.Advance(absl::Milliseconds(20));
+  // At the deadline, not when the running batch ends (an audit from outside
+  // saw a queued call wait 7 s past --drain_timeout_seconds behind a long
+  // batch).
   ASSERT_TRUE(log_.WaitFor(1));
   ASSERT_TRUE(log_.WaitFor(2));
-  // The formed batch waiting for the worker too, at the deadline, not when
-  // the running batch ends (an audit from outside saw a queued call wait
-  // 7 s past --drain_timeout_seconds behind a long batch).
-  ASSERT_TRUE(log_.WaitFor(kReadyId));
   Release();  // The running batch is never interrupted.
   shutdown.join();
   EXPECT_TRUE(log_.StatusOf(kRunningId).ok());
-  for (uint64_t id : {kReadyId, uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
+  for (uint64_t id : {uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
     EXPECT_EQ(log_.StatusOf(id).code(), absl::StatusCode::kUnavailable) << id;
     EXPECT_EQ(log_.Count(id), 1) << id;
   }

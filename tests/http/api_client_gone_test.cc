@@ -40,8 +40,8 @@ std::string EmbeddingsRequest(const std::string& tokens) {
 
 class ApiClientGoneTest : public ApiTest {
  protected:
-  // One request per batch, so that a request behind a formed batch stays
-  // queued (where a cancellation drops it at once).
+  // One request per batch, so that each request behind the running one is
+  // a batch of its own, queued until the worker frees.
   void StartOneRequestPerBatch() {
     service::FavorService::Options options;
     options.embed_batching.max_batch_requests = 1;
@@ -80,18 +80,16 @@ TEST_F(ApiClientGoneTest, AClientThatClosesCancelsItsQueuedWork) {
   model_.Hold();
   tcp::socket running = Send(EmbeddingsRequest("1,2"));
   model_.WaitForCalls(1);  // computing, held
-  // Behind it: one formed batch waiting for the worker, one queued.
-  tcp::socket formed = Send(EmbeddingsRequest("3,4"));
-  tcp::socket queued = Send(EmbeddingsRequest("5,6"));
+  // Behind it: two queued (no batch is formed while the worker is busy).
+  tcp::socket first_queued = Send(EmbeddingsRequest("3,4"));
+  tcp::socket second_queued = Send(EmbeddingsRequest("5,6"));
   absl::SleepFor(absl::Milliseconds(100));
-  formed.close();
-  queued.close();
-  // The queued one is dropped at once, while the model is still held.
-  ASSERT_TRUE(WaitForEmbeds("CANCELLED", 1))
+  first_queued.close();
+  second_queued.close();
+  // Both are dropped at once, while the model is still held.
+  ASSERT_TRUE(WaitForEmbeds("CANCELLED", 2))
       << "a queued request whose client left was not cancelled";
   model_.Release();
-  // The formed one is dropped when the worker takes its batch.
-  ASSERT_TRUE(WaitForEmbeds("CANCELLED", 2));
   boost::beast::flat_buffer buffer;
   bhttp::response<bhttp::string_body> answer;
   bhttp::read(running, buffer, answer);

@@ -52,8 +52,8 @@ TEST_F(FakeServiceTest, EmbedStreamAnswersEveryMessageByItsId) {
 
 // Found by an outside audit (favor-bench --streaming against a small
 // queue): a message refused by a full queue was answered twice, which freed
-// it twice and aborted favor-server. Room for three messages here: one
-// running (held in the model), one formed batch, one queued.
+// it twice and aborted favor-server. Room for two messages here: one
+// running (held in the model), one queued.
 TEST_F(FakeServiceTest, EmbedStreamMessageRefusedByAFullQueueIsAnsweredOnce) {
   FavorService::Options options;
   options.embed_batching.max_queue_requests = 1;
@@ -153,7 +153,7 @@ TEST_F(FakeServiceTest, EmbedStreamStopsReadingAtTheAnswerBytesLimit) {
   auto lease = server_->service().registry().Find("fake");
   ASSERT_TRUE(lease.ok());
   // One message computing, none read behind it (with the messages' limit
-  // alone: one formed batch and three queued).
+  // alone: four queued).
   EXPECT_EQ((*lease)->batcher->NumQueuedRequests(), 0);
   model_.Release();
   stream->WritesDone();
@@ -239,16 +239,14 @@ TEST_F(FakeServiceTest, CancelledStreamDropsItsQueuedWork) {
       ASSERT_TRUE(stream->Write(message));
     }
     // A sleep: give the server a moment to read the messages and queue
-    // their work, which it does without announcing it (a message may sit
-    // in a formed batch, where no count shows it). Cancelling earlier still
-    // passes, with less of the work queued to drop.
+    // their work, which it does without announcing it. Cancelling earlier
+    // still passes, with less of the work queued to drop.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     context.TryCancel();
     EXPECT_EQ(stream->Finish().error_code(), grpc::CANCELLED);
   }
   // As in CancelledCallIsDropped: let the server see the RST_STREAM (a
-  // sleep, for the reason given there: the server only sets a flag that
-  // the held worker reads when it takes the formed batch).
+  // sleep, for the reason given there).
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   model_.Release();
   first.join();

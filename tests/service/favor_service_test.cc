@@ -212,10 +212,9 @@ TEST_F(FakeServiceTest, DeadlinePassingInTheQueueIsNeverComputed) {
   EXPECT_EQ(late.error_code(), grpc::DEADLINE_EXCEEDED);
   // The server's copy of the deadline counts from the call's arrival, a
   // moment after the client's: let it pass too before the worker goes on.
-  // A sleep, because nothing observable happens when it passes: the late
-  // call sits in the formed batch waiting for the held worker, where the
-  // batcher checks deadlines only when the worker takes the batch, on the
-  // real clock the service runs on.
+  // A sleep, because nothing the test can see happens when it passes: the
+  // late call waits in the queue while the worker is held, and the batcher
+  // drops it at its deadline, on the real clock the service runs on.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   model_.Release();
   first.join();
@@ -243,10 +242,10 @@ TEST_F(FakeServiceTest, CancelledCallIsDropped) {
   canceller.join();
   // The client knows at once; the server learns of the cancellation when the
   // RST_STREAM arrives, a moment later. Give it that moment before the
-  // held worker goes on to the cancelled call's (already formed) batch. A
-  // sleep, because the server announces nothing then: it only sets the
-  // call's cancellation flag, which the worker reads when it takes the
-  // batch (the call stays open until that answer).
+  // held worker frees and the cancelled call's inputs would be batched. A
+  // sleep, because the server announces nothing then: it sets the call's
+  // cancellation flag and wakes the batcher, which drops the queued inputs
+  // (the call stays open until that answer).
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   model_.Release();
   first.join();
@@ -254,18 +253,18 @@ TEST_F(FakeServiceTest, CancelledCallIsDropped) {
   EXPECT_EQ(model_.sequences(), 2);
 }
 
-// Room for exactly three calls: one running (held in the model), one formed
-// batch waiting for the worker, one queued (max_queue_requests). Calls are
-// sent one at a time, each once the server has decided the previous one:
-// the first three are admitted and succeed, every later one is refused
-// with a retry hint.
+// Room for exactly two calls: one running (held in the model) and one
+// queued (max_queue_requests; no batch is formed while the worker is
+// busy). Calls are sent one at a time, each once the server has decided the
+// previous one: the first two are admitted and succeed, every later one is
+// refused with a retry hint.
 TEST_F(FakeServiceTest, FullQueueIsResourceExhaustedWithARetryHint) {
   FavorService::Options options;
   options.embed_batching.max_queue_requests = 1;
   options.embed_batching.max_batch_requests = 1;
   Start(options);
   model_.Hold();
-  constexpr int kCalls = 6, kAdmitted = 3;
+  constexpr int kCalls = 6, kAdmitted = 2;
   std::vector<grpc::Status> results(kCalls);
   std::vector<std::string> trailers(kCalls);
   std::vector<absl::Notification> answered(kCalls);
@@ -290,10 +289,9 @@ TEST_F(FakeServiceTest, FullQueueIsResourceExhaustedWithARetryHint) {
     }
     // A refused call is answered at once; an admitted one then just waits
     // (the model is held), an event the service does not announce. So a
-    // call still unanswered after this bound counts as admitted; the bound
-    // also lets the batch former take an admitted call out of the queue
-    // before the next one arrives. A slow machine could only make the
-    // statuses below wrong, never make a wrong server pass.
+    // call still unanswered after this bound counts as admitted. A slow
+    // machine could only make the statuses below wrong, never make a wrong
+    // server pass.
     if (answered[i].WaitForNotificationWithTimeout(absl::Milliseconds(200))) {
       ++refused;
     }
