@@ -35,8 +35,8 @@
 // still expire or be cancelled, and joins the batch formed when a worker
 // frees: a batch formed ahead would be closed to the callers that arrive
 // during the running one (16 closed-loop callers of one short text each
-// made batches of 5.4 that way, 8.1 now, with 8% more throughput and 9%
-// lower median latency).
+// made batches of 5.4-5.7 that way, 8.1-8.3 now, with 9-11% more
+// throughput and 9-10% lower median latency; docs/performance.md).
 //
 // Deadlines, cancellation, shutdown. A queued request whose deadline passes
 // is answered DEADLINE_EXCEEDED at that moment and never reaches the runner;
