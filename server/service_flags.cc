@@ -28,6 +28,11 @@ ABSL_FLAG(int64_t, max_queue_delay_micros,
           "how long an idle worker waits for company for a batch short of "
           "the limits (0: it takes what is queued at once; inputs that "
           "arrive while it is busy join its next batch either way)");
+ABSL_FLAG(int64_t, max_enqueue_group_wait_micros,
+          absl::ToInt64Microseconds(kBatching.max_enqueue_group_wait),
+          "how long an idle worker waits for the rest of a call's inputs "
+          "while the call is still enqueueing them, so that the call runs as "
+          "one batch (0: it takes those queued so far)");
 ABSL_FLAG(int64_t, max_queue_requests, kBatching.max_queue_requests,
           "most inputs queued per model; beyond: RESOURCE_EXHAUSTED with a "
           "retry hint");
@@ -74,6 +79,8 @@ absl::Status CheckServiceFlagRanges() {
       {"max_batch_tokens", absl::GetFlag(FLAGS_max_batch_tokens), 1},
       {"max_batch_requests", absl::GetFlag(FLAGS_max_batch_requests), 1},
       {"max_queue_delay_micros", absl::GetFlag(FLAGS_max_queue_delay_micros), 0},
+      {"max_enqueue_group_wait_micros",
+       absl::GetFlag(FLAGS_max_enqueue_group_wait_micros), 0},
       {"max_queue_requests", absl::GetFlag(FLAGS_max_queue_requests), 1},
       {"max_queue_tokens", absl::GetFlag(FLAGS_max_queue_tokens), 1},
       {"max_request_age_millis", absl::GetFlag(FLAGS_max_request_age_millis), 1},
@@ -114,6 +121,8 @@ service::FavorService::Options ServiceOptionsFromFlags(
   batching.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
   batching.max_queue_delay =
       absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_micros));
+  batching.max_enqueue_group_wait =
+      absl::Microseconds(absl::GetFlag(FLAGS_max_enqueue_group_wait_micros));
   batching.max_queue_requests = absl::GetFlag(FLAGS_max_queue_requests);
   batching.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
   batching.max_request_age =

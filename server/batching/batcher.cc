@@ -183,11 +183,26 @@ void Batcher::OnMemoryReleased() {
 }
 
 // The packing policy's due time, except that a drain runs what is queued
-// without waiting for company.
+// without waiting for company, and that a partial batch waits a little for
+// the rest of an EnqueueGroup's requests.
 absl::Time Batcher::NextBatchTime() const {
   if (queues_.empty()) return absl::InfiniteFuture();
   if (draining_) return absl::InfinitePast();
-  return BatchDueTime(queues_, policy_);
+  const absl::Time due = BatchDueTime(queues_, policy_);
+  if (open_enqueue_groups_ == 0 || due == absl::InfinitePast()) return due;
+  return std::max(due, queues_.Oldest()->enqueue_time +
+                       options_.max_enqueue_group_wait);
+}
+
+Batcher::EnqueueGroup::EnqueueGroup(Batcher* batcher) : batcher_(batcher) {
+  absl::MutexLock lock(&batcher_->mu_);
+  ++batcher_->open_enqueue_groups_;
+}
+
+Batcher::EnqueueGroup::~EnqueueGroup() {
+  absl::MutexLock lock(&batcher_->mu_);
+  --batcher_->open_enqueue_groups_;
+  batcher_->former_wake_ = true;
 }
 
 // ---------------------------------------------------------------------------

@@ -12,8 +12,9 @@
 // that waits for one, and only when it is due: at once when max_queue_delay
 // is zero (the default), while draining, or when the queue holds at least a
 // full batch (max_batch_tokens tokens or max_batch_requests requests);
-// otherwise once its oldest request has waited max_queue_delay. It starts
-// with a leader:
+// otherwise once its oldest request has waited max_queue_delay. While a
+// caller enqueues requests that belong together (EnqueueGroup), a partial
+// batch also waits for the rest of them, briefly. It starts with a leader:
 //   1. a request queued for max_request_age or longer (the oldest such) leads
 //      whatever its priority (the age bound);
 //   2. otherwise the oldest high-priority request leads, unless
@@ -131,6 +132,13 @@ class Batcher {
     // for one to free and then joins its batch.
     absl::Duration max_queue_delay = absl::ZeroDuration();
 
+    // How long a worker with nothing to run waits, past the oldest queued
+    // request, for the rest of an open EnqueueGroup (a call's inputs take a
+    // microsecond or two each to enqueue, 1024 of them about 1 ms); a full
+    // batch never waits. The bound keeps a slow or overlapping group from
+    // holding an idle worker back. Zero: groups change nothing.
+    absl::Duration max_enqueue_group_wait = absl::Milliseconds(5);
+
     // The age bound: a request queued this long leads the next batch ahead
     // of any priority, and is packed ahead of younger requests.
     absl::Duration max_request_age = absl::Milliseconds(500);
@@ -192,6 +200,23 @@ class Batcher {
   // set, now rather than when it next looks at the queue (which frees their
   // place in the queue at once). Call after CancellationFlag::Cancel().
   void NotifyCancelled();
+
+  // Held while a caller enqueues requests that belong together (a call's
+  // inputs, one Enqueue() each): until it is destroyed, a worker with
+  // nothing to run waits for the rest of them rather than taking those
+  // enqueued so far, for at most Options::max_enqueue_group_wait past the
+  // oldest queued request; a full batch is formed at once as ever. Groups
+  // may overlap; the batcher must outlive its groups.
+  class EnqueueGroup {
+   public:
+    explicit EnqueueGroup(Batcher* batcher);
+    ~EnqueueGroup();
+    EnqueueGroup(const EnqueueGroup&) = delete;
+    EnqueueGroup& operator=(const EnqueueGroup&) = delete;
+
+   private:
+    Batcher* const batcher_;
+  };
 
   // Stops admission, runs what is queued (batches are due at once), then
   // stops the threads; returns when every request has been answered.
@@ -300,6 +325,7 @@ class Batcher {
   bool memory_blocked_ ABSL_GUARDED_BY(mu_) = false;
   int idle_workers_ ABSL_GUARDED_BY(mu_) = 0;       // waiting for a batch
   int workers_in_runner_ ABSL_GUARDED_BY(mu_) = 0;  // inside RunBatch
+  int open_enqueue_groups_ ABSL_GUARDED_BY(mu_) = 0;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   // Moving average of compute time per batch, for retry hints; until the

@@ -39,6 +39,13 @@ absl::Status Batcher::ValidateOptions(const Options& options) {
                      ">= 0, got ",
                      absl::FormatDuration(options.max_queue_delay)));
   }
+  if (options.max_enqueue_group_wait < absl::ZeroDuration() ||
+      options.max_enqueue_group_wait == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Batcher::Options::max_enqueue_group_wait must be finite and >= 0, "
+        "got ",
+        absl::FormatDuration(options.max_enqueue_group_wait)));
+  }
   if (options.max_request_age <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Batcher::Options::max_request_age must be > 0, got ",

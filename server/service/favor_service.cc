@@ -337,6 +337,8 @@ void FavorService::EnqueueEmbed(
   auto gather = std::make_shared<EmbedGather>(
       std::move(done), cancellation, entry->batcher.get(), response, num_inputs,
       prepared.options, entry->model->description().embedding_dim);
+  // An idle worker takes the call's inputs together, not those queued so far.
+  const batching::Batcher::EnqueueGroup group(entry->batcher.get());
   for (int i = 0; i < num_inputs; ++i) {
     PreparedInput& input = prepared.inputs[i];
     const bool enqueued = input.window_offsets.empty()

@@ -50,6 +50,10 @@ TEST_F(BatcherTest, CreateRejectsInvalidOptions) {
        [](Batcher::Options* o) {
          o->max_queue_delay = absl::Milliseconds(-1);
        }},
+      {"max_enqueue_group_wait",
+       [](Batcher::Options* o) {
+         o->max_enqueue_group_wait = absl::InfiniteDuration();
+       }},
       {"max_request_age",
        [](Batcher::Options* o) { o->max_request_age = absl::ZeroDuration(); }},
   };
@@ -213,6 +217,42 @@ TEST_F(BatcherTest, AnIdleWorkerRunsALoneRequestAtOnce) {
   }
   EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1), ElementsAre(2),
                                       ElementsAre(3)));
+}
+
+// A call's inputs, enqueued one by one inside an EnqueueGroup, run in one
+// batch on an idle worker, not as many as were queued when it looked.
+TEST_F(BatcherTest, AnIdleWorkerWaitsForTheRestOfAnEnqueueGroup) {
+  Batcher::Options options = TestOptions();
+  options.max_queue_delay = absl::ZeroDuration();
+  Start(options);
+  {
+    const Batcher::EnqueueGroup group(batcher_.get());
+    ASSERT_OK(Add(1, 10));
+    WaitIdle();
+    EXPECT_EQ(runner_.num_runs(), 0);
+    ASSERT_OK(Add(2, 10));
+    WaitIdle();
+    EXPECT_EQ(runner_.num_runs(), 0);
+  }
+  ASSERT_TRUE(runner_.WaitForBatches(1));
+  EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1, 2)));
+}
+
+// The wait is bounded (a group left open too long does not hold the queue),
+// and a full batch never waits.
+TEST_F(BatcherTest, AnEnqueueGroupHoldsBackOnlyPartialBatchesAndBriefly) {
+  Batcher::Options options = TestOptions();
+  options.max_queue_delay = absl::ZeroDuration();
+  Start(options);
+  const Batcher::EnqueueGroup group(batcher_.get());
+  ASSERT_OK(Add(1, 10));
+  const absl::Duration wait = options.max_enqueue_group_wait;
+  ASSERT_TRUE(clock_.BlockUntilWaiting(start_ + wait));
+  clock_.Advance(wait);
+  ASSERT_TRUE(runner_.WaitForBatches(1));
+  ASSERT_OK(Add(2, kBatchTokens));
+  ASSERT_TRUE(runner_.WaitForBatches(2));
+  EXPECT_THAT(BatchIds(), ElementsAre(ElementsAre(1), ElementsAre(2)));
 }
 
 // Everything that arrives while the worker runs joins its next batch, however

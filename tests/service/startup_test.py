@@ -71,6 +71,8 @@ def main():
                                 # named Batcher::Options, not the flag.
                                 ("max_batch_tokens", 0, "[1, 2^63 - 1]"),
                                 ("max_queue_delay_micros", -1, "[0, 2^63 - 1]"),
+                                ("max_enqueue_group_wait_micros", -1,
+                                 "[0, 2^63 - 1]"),
                                 ("max_inputs_per_call", 0, "[1, 2^63 - 1]"),
                                 ("tokenizer_threads", 0, "[1, 1024]"),
                                 ("max_attend_tensor_elements", 0,
