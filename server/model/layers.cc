@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "server/attention/cpu_features.h"
+
 namespace favor::model::internal {
 
 Linear Linear::Columns(int64_t begin, int64_t count) const {
@@ -12,17 +14,32 @@ Linear Linear::Columns(int64_t begin, int64_t count) const {
 
 namespace {
 
+// Whether LibTorch hands bfloat16 products to oneDNN (float32 sums), which
+// has bfloat16 kernels only on CPUs with AVX-512 (emulated without
+// AVX512-BF16; mkldnn_bf16_device_check). Favor refuses bfloat16 on a CPU
+// without AVX512-BF16 for speed, but a model forced to it (tests) must still
+// sum in float32.
+bool OneDnnRunsBFloat16() {
+  static const bool runs = [] {
+    const attention::cpu::CpuFeatures cpu =
+        attention::cpu::DetectedCpuFeatures();
+    return cpu.avx512f && cpu.avx512bw && cpu.avx512vl;
+  }();
+  return runs;
+}
+
 // x Wᵀ + b for x of at least kMinProductRows rows.
 at::Tensor Product(const at::Tensor& x, const at::Tensor& weight_t,
                    const at::Tensor& bias) {
   // LibTorch 1.13 hands a bfloat16 product to oneDNN (float32 sums) only
-  // when rows · in · out > 16³ (mkldnn/Matmul.cpp, checksize); below, its
-  // fallback sums in bfloat16 (measured: 2% off at depth 32). Such small
-  // products are cheap in float32.
+  // when rows · in · out > 16³ (mkldnn/Matmul.cpp, checksize) and the CPU
+  // has oneDNN's bfloat16 kernels; otherwise its fallback sums in bfloat16
+  // (measured: 2% off at depth 32). Such products run in float32.
   constexpr int64_t kSmallestOneDnnProduct = 16 * 16 * 16;
   if (x.scalar_type() == at::kBFloat16 &&
-      x.size(0) * weight_t.size(0) * weight_t.size(1) <=
-          kSmallestOneDnnProduct) {
+      (!OneDnnRunsBFloat16() ||
+       x.size(0) * weight_t.size(0) * weight_t.size(1) <=
+           kSmallestOneDnnProduct)) {
     return at::addmm(bias.to(at::kFloat), x.to(at::kFloat),
                      weight_t.to(at::kFloat))
         .to(at::kBFloat16);

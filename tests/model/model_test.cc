@@ -4,6 +4,8 @@
 // model_parity_test.cc.
 #include "server/model/model.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -127,10 +129,46 @@ INSTANTIATE_TEST_SUITE_P(Variants, BatchInvarianceTest,
                            return param_info.param.name;
                          });
 
+// Whether this machine's BLAS gives a row of a float32 product x Wᵀ + b,
+// W of shape (out, in), the same bits whatever the product's number of rows
+// (4 or more) and the row's place among them. OpenBLAS's AVX-512 kernels do;
+// its AVX2 ones (Haswell, Zen) do not: a row's bits change with the row
+// count (measured on an AMD EPYC at in = 256, out = 1024: the counts 1–12,
+// 13–28, 29–44 and from 45 on each give other bits) and with its place.
+bool BlasRowsAreIndependentOfTheProduct(int64_t in, int64_t out) {
+  at::manual_seed(1);
+  const at::Tensor w = at::randn({in, out}), b = at::randn({out});
+  const at::Tensor x = at::randn({300, in});
+  const at::Tensor whole = at::addmm(b, x, w);
+  for (const int64_t start : {0, 4, 256}) {
+    for (const int64_t rows : {4, 16, 32, 44}) {
+      const int64_t count = std::min(rows, x.size(0) - start);
+      if (!at::equal(at::addmm(b, x.narrow(0, start, count), w),
+                     whole.narrow(0, start, count))) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // At the default model's widths, sequences of 1 to 3 tokens (a one-word
 // text is 3) and a block's tail of 1 to 3 rows are the same bits packed and
 // alone: BLAS sums fewer than 4 rows in another order (kMinProductRows).
+// That needs a BLAS whose rows do not depend on the product
+// (BlasRowsAreIndependentOfTheProduct); with another, no padding can make
+// the bits the same, and packed and alone agree to float32 rounding, summed
+// over a layer's products in other orders (BatchInvarianceTest's bound).
 TEST_F(ModelTest, ShortSequencesAndBlockTailsAreTheSameBitsPackedAndAlone) {
+  const bool bitwise = BlasRowsAreIndependentOfTheProduct(256, 256) &&
+                       BlasRowsAreIndependentOfTheProduct(256, 1024) &&
+                       BlasRowsAreIndependentOfTheProduct(1024, 256);
+  if (!bitwise) {
+    std::printf(
+        "this BLAS gives a row other bits in products of other sizes: "
+        "packed and alone are compared to 1e-5 (as BatchInvarianceTest), "
+        "not bit for bit\n");
+  }
   ModelConfig config = SmallConfig();
   config.vocab_size = 300;
   config.hidden_size = 256;
@@ -155,9 +193,14 @@ TEST_F(ModelTest, ShortSequencesAndBlockTailsAreTheSameBitsPackedAndAlone) {
       for (int64_t r = 0; r < alone.num_rows(); ++r) {
         const auto a = alone.Row(r);
         const auto p = packed.Row(packed.row_offsets[1] + r);
-        EXPECT_TRUE(std::equal(a.begin(), a.end(), p.begin()))
-            << length << " tokens after " << filler << ", row " << r
-            << ": relative error " << RelativeError(p, a);
+        if (bitwise) {
+          EXPECT_TRUE(std::equal(a.begin(), a.end(), p.begin()))
+              << length << " tokens after " << filler << ", row " << r
+              << ": relative error " << RelativeError(p, a);
+        } else {
+          EXPECT_LE(RelativeError(p, a), 1e-5)
+              << length << " tokens after " << filler << ", row " << r;
+        }
       }
     }
   }
