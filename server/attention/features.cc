@@ -81,26 +81,42 @@ at::Tensor FeatureContext::HalfSquaredNorm(const at::Tensor& x) const {
   return x.to(at::kFloat).square().sum(-1, /*keepdim=*/true) * scale;
 }
 
-at::Tensor FeatureContext::KeyShift(const at::Tensor& u,
-                                    const at::Tensor& half_norm,
-                                    const at::Tensor& keep) const {
+at::Tensor FeatureContext::ShiftedLogits(const at::Tensor& u,
+                                         const at::Tensor& half_norm) const {
   switch (kernel_) {
     case Kernel::kFavorPositive:
     case Kernel::kFavorPlusPlus:
-      return ClampEmpty(MaskRows(u, keep).amax({1, 2}, /*keepdim=*/true));
-    case Kernel::kFavorHyperbolic:
-      return ClampEmpty(MaskRows(u.abs(), keep).amax({1, 2}, /*keepdim=*/true));
-    case Kernel::kTrigonometric:
-      return ClampEmpty(
-          MaskRows(half_norm, keep).amax({1, 2}, /*keepdim=*/true));
     case Kernel::kExp:
-      return ClampEmpty(MaskRows(u, keep).amax({1}, /*keepdim=*/true));
+      return u;
+    case Kernel::kFavorHyperbolic:
+      return u.abs();
+    case Kernel::kTrigonometric:
+      return half_norm;
     case Kernel::kSoftmaxExact:
     case Kernel::kRelu:
     case Kernel::kEluPlusOne:
       break;
   }
   return at::Tensor();
+}
+
+at::Tensor FeatureContext::KeyShift(const at::Tensor& u,
+                                    const at::Tensor& half_norm,
+                                    const at::Tensor& keep) const {
+  const at::Tensor logits = ShiftedLogits(u, half_norm);
+  if (!logits.defined()) return at::Tensor();
+  if (traits_.key_shift == KeyShift::kPerFeature) {
+    return ClampEmpty(MaskRows(logits, keep).amax({1}, /*keepdim=*/true));
+  }
+  return ClampEmpty(MaskRows(logits, keep).amax({1, 2}, /*keepdim=*/true));
+}
+
+at::Tensor FeatureContext::KeyRowShifts(const at::Tensor& u,
+                                        const at::Tensor& half_norm,
+                                        const at::Tensor& keep) const {
+  if (traits_.key_shift != KeyShift::kScalar) return at::Tensor();
+  return ClampEmpty(
+      MaskRows(ShiftedLogits(u, half_norm), keep).amax({2}, /*keepdim=*/true));
 }
 
 at::Tensor FeatureContext::KeyFeatures(const at::Tensor& u,

@@ -57,6 +57,12 @@ class FeatureContext {
   // keep == false are ignored; with none kept the shift is kEmptyShift.
   at::Tensor KeyShift(const at::Tensor& u, const at::Tensor& half_norm,
                       const at::Tensor& keep) const;
+  // Each key's own scalar shift, (G, c, 1): the max KeyShift takes over a
+  // chunk, taken over that key alone; kEmptyShift where keep is false.
+  // Defined for KeyShift::kScalar kernels only (causal attention's running
+  // shift is the running maximum of these).
+  at::Tensor KeyRowShifts(const at::Tensor& u, const at::Tensor& half_norm,
+                          const at::Tensor& keep) const;
   // Key features exp(log φ − shift) (G, c, F), without ε (attention adds ε·Σv
   // once per sequence instead of per token).
   at::Tensor KeyFeatures(const at::Tensor& u, const at::Tensor& half_norm,
@@ -70,6 +76,11 @@ class FeatureContext {
   static constexpr float kEmptyShift = -1e30f;
 
  private:
+  // What a key shift is the maximum of, per token and feature (or per token,
+  // (G, c, 1), for trig); undefined for kernels without a shift.
+  at::Tensor ShiftedLogits(const at::Tensor& u,
+                           const at::Tensor& half_norm) const;
+
   Kernel kernel_ = Kernel::kFavorPositive;
   KernelTraits traits_;
   int64_t head_dim_ = 0;

@@ -31,23 +31,18 @@ class LinearAttention {
   at::Tensor QueryState(const KeyState& keys) const;
   void Queries(const HeadGroup& group, const at::Tensor& state, int64_t begin,
                int64_t end) const;
-  // Causal outputs for tokens [begin, end), given the keys before `begin`
-  // (`prefix`, shifted by the sequence's `shift`).
-  void CausalRange(const HeadGroup& group, KeyState prefix,
-                   const at::Tensor& shift, int64_t begin, int64_t end) const;
+  // Causal outputs for tokens [begin, end), given `prefix`, the key sums of
+  // the tokens before `begin` (shifted by their own maximum).
+  void CausalRange(const HeadGroup& group, KeyState prefix, int64_t begin,
+                   int64_t end) const;
 
  private:
-  struct ChunkTerms {
-    at::Tensor query_features;  // (G, c, F)
-    at::Tensor key_features;    // (G, c, F), padding rows 0
-    at::Tensor values;          // (G, c, dv + 1)
-  };
-  ChunkTerms CausalTerms(const HeadGroup& group, const at::Tensor& shift,
-                         int64_t begin, int64_t end, bool with_epsilon) const;
-  void CausalChunk(const HeadGroup& group, KeyState& prefix,
-                   const at::Tensor& shift, int64_t begin, int64_t end) const;
-  void CausalChunkExp(const HeadGroup& group, KeyState& prefix,
-                      const at::Tensor& shift, int64_t begin,
+  at::Tensor CausalShifts(const KeyState& prefix, const at::Tensor& u,
+                          const at::Tensor& half_norm,
+                          const at::Tensor& keep) const;
+  void CausalChunk(const HeadGroup& group, KeyState& prefix, int64_t begin,
+                   int64_t end) const;
+  void CausalChunkExp(const HeadGroup& group, KeyState& prefix, int64_t begin,
                       int64_t end) const;
   at::Tensor ValuesWithOnes(const HeadGroup& group, int64_t begin,
                             int64_t end) const;
@@ -175,68 +170,108 @@ void LinearAttention::Queries(const HeadGroup& group, const at::Tensor& state,
 }
 
 void LinearAttention::CausalRange(const HeadGroup& group, KeyState prefix,
-                                  const at::Tensor& shift, int64_t begin,
-                                  int64_t end) const {
+                                  int64_t begin, int64_t end) const {
   for (int64_t start = begin; start < end;
        start += options_.causal_chunk_tokens) {
     const int64_t stop = std::min(end, start + options_.causal_chunk_tokens);
     if (context_.kernel() == Kernel::kExp) {
-      CausalChunkExp(group, prefix, shift, start, stop);
+      CausalChunkExp(group, prefix, start, stop);
     } else {
-      CausalChunk(group, prefix, shift, start, stop);
+      CausalChunk(group, prefix, start, stop);
     }
   }
 }
 
-// The features and [v | 1] of one causal chunk, padding keys zeroed; key
-// features shifted by the sequence's `shift`, with ε when `with_epsilon`.
-LinearAttention::ChunkTerms LinearAttention::CausalTerms(
-    const HeadGroup& group, const at::Tensor& shift, int64_t begin, int64_t end,
-    bool with_epsilon) const {
-  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
-  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
-  ChunkTerms terms;
-  terms.query_features = context_.QueryFeatures(
-      context_.Project(xq, group.logits), context_.HalfSquaredNorm(xq));
-  terms.key_features = context_.KeyFeatures(
-      context_.Project(xk, group.logits), context_.HalfSquaredNorm(xk), shift);
-  if (with_epsilon) terms.key_features.add_(context_.epsilon());
-  const at::Tensor keep = KeepSlice(group, begin, end);
-  if (keep.defined()) {
-    terms.key_features.masked_fill_(DroppedRows(keep), 0.0f);
+// The key shift each query of a causal chunk sees: (G, c, 1), c_i the
+// running maximum of the key shifts (KeyRowShifts) of the prefix and of the
+// chunk's keys up to i, never a later key's: with ε > 0 the shift is part
+// of the result, and a maximum over later keys would make a prefix's
+// outputs depend on them. Without ε it cancels exactly, and one shift
+// serves the chunk, (G, 1, 1): the maximum up to the chunk's end.
+// Undefined for kernels without a shift.
+at::Tensor LinearAttention::CausalShifts(const KeyState& prefix,
+                                         const at::Tensor& u,
+                                         const at::Tensor& half_norm,
+                                         const at::Tensor& keep) const {
+  if (!prefix.shift.defined()) return at::Tensor();
+  if (context_.epsilon() == 0.0f) {
+    return at::maximum(prefix.shift, context_.KeyShift(u, half_norm, keep));
   }
-  terms.values = ValuesWithOnes(group, begin, end);
-  return terms;
+  const at::Tensor rows = context_.KeyRowShifts(u, half_norm, keep);
+  return at::maximum(std::get<0>(at::cummax(rows, 1)), prefix.shift);
 }
 
 // One causal chunk: the exact masked product inside the chunk plus the
-// prefix state of everything before it; then the chunk joins the prefix.
+// prefix's sums; then the chunk joins the prefix. Query i sees the keys
+// shifted by its CausalShifts c_i. Each key's features are formed at its
+// own c_j and rescaled by exp(c_j − c_i) ≤ 1, which neither overflows nor
+// loses what c_i keeps; ε·Σv is added unshifted.
 void LinearAttention::CausalChunk(const HeadGroup& group, KeyState& prefix,
-                                  const at::Tensor& shift, int64_t begin,
-                                  int64_t end) const {
-  const ChunkTerms t = CausalTerms(group, shift, begin, end, true);
-  const at::Tensor scores =
-      at::bmm(t.query_features, t.key_features.transpose(1, 2)).tril_();
-  at::Tensor numerators = at::bmm(scores, t.values);
-  numerators.baddbmm_(t.query_features, prefix.sums);
+                                  int64_t begin, int64_t end) const {
+  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
+  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
+  const at::Tensor keep = KeepSlice(group, begin, end);
+  const at::Tensor query_features = context_.QueryFeatures(
+      context_.Project(xq, group.logits), context_.HalfSquaredNorm(xq));
+  const at::Tensor u = context_.Project(xk, group.logits);
+  const at::Tensor half = context_.HalfSquaredNorm(xk);
+  const at::Tensor values = ValuesWithOnes(group, begin, end);
+  const at::Tensor running = CausalShifts(prefix, u, half, keep);
+  const bool per_query = running.defined() && running.size(1) > 1;
+  at::Tensor key_features = context_.KeyFeatures(u, half, running);
+  if (keep.defined()) key_features.masked_fill_(DroppedRows(keep), 0.0f);
+  at::Tensor scores = at::bmm(query_features, key_features.transpose(1, 2));
+  if (per_query) {
+    // exp(c_j − c_i) for key j and query i; above the diagonal (masked) c_j
+    // may exceed c_i, so the exponent is capped at 0 there.
+    scores.mul_(at::exp((running.transpose(1, 2) - running).clamp_max_(0)));
+  }
+  at::Tensor numerators = at::bmm(scores.tril_(), values);
+  at::Tensor from_prefix = at::bmm(query_features, prefix.sums);
+  if (running.defined()) from_prefix.mul_(at::exp(prefix.shift - running));
+  numerators.add_(from_prefix);
+  if (context_.epsilon() != 0.0f) {
+    numerators.add_(query_features.sum(-1, /*keepdim=*/true) *
+                    (values.cumsum(1) + prefix.value_sums) *
+                    context_.epsilon());
+  }
   group.out.narrow(1, begin, end - begin).copy_(DivideByLastColumn(numerators));
-  prefix.sums.baddbmm_(t.key_features.transpose(1, 2), t.values);
+  if (running.defined()) {
+    const at::Tensor last = running.narrow(1, running.size(1) - 1, 1);
+    Rescale(prefix, last);
+    if (per_query) key_features.mul_(at::exp(running - last));
+  }
+  prefix.sums.baddbmm_(key_features.transpose(1, 2), values);
+  prefix.value_sums.add_(values.sum(1, /*keepdim=*/true));
 }
 
 // kExp normalises each key feature over the keys a query sees, so the
 // prefix is normalised per position: cumulative sums inside the chunk,
-// (G, c, F, dv + 1), which is chunk-sized, never sequence-sized.
+// (G, c, F, dv + 1), which is chunk-sized, never sequence-sized. The
+// per-feature shift cancels in that normalisation; it is the running
+// maximum up to the chunk's end, so that no later key changes it.
 void LinearAttention::CausalChunkExp(const HeadGroup& group, KeyState& prefix,
-                                     const at::Tensor& shift, int64_t begin,
-                                     int64_t end) const {
-  const ChunkTerms t = CausalTerms(group, shift, begin, end, false);
+                                     int64_t begin, int64_t end) const {
+  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
+  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
+  const at::Tensor keep = KeepSlice(group, begin, end);
+  const at::Tensor query_features = context_.QueryFeatures(
+      context_.Project(xq, group.logits), context_.HalfSquaredNorm(xq));
+  const at::Tensor u = context_.Project(xk, group.logits);
+  const at::Tensor half = context_.HalfSquaredNorm(xk);
+  Rescale(prefix,
+          at::maximum(prefix.shift, context_.KeyShift(u, half, keep)));
+  at::Tensor key_features = context_.KeyFeatures(u, half, prefix.shift);
+  if (keep.defined()) key_features.masked_fill_(DroppedRows(keep), 0.0f);
+  const at::Tensor values = ValuesWithOnes(group, begin, end);
   const at::Tensor cumulative =
-      (t.key_features.unsqueeze(-1) * t.values.unsqueeze(2)).cumsum(1) +
+      (key_features.unsqueeze(-1) * values.unsqueeze(2)).cumsum(1) +
       prefix.sums.unsqueeze(1);
   const at::Tensor normalised = DivideByLastColumn(cumulative);
   group.out.narrow(1, begin, end - begin)
-      .copy_((t.query_features.unsqueeze(-1) * normalised).sum(2));
+      .copy_((query_features.unsqueeze(-1) * normalised).sum(2));
   prefix.sums.copy_(cumulative.select(1, cumulative.size(1) - 1));
+  prefix.value_sums.add_(values.sum(1, /*keepdim=*/true));
 }
 
 int64_t TargetTasks(bool parallel, size_t groups) {
@@ -333,36 +368,31 @@ void RunNonCausal(const LinearAttention& attention,
 
 // Causal: the key sums of each range (in parallel), then each range's
 // prefix (a scan over ranges, in order), then each range's outputs (in
-// parallel). Every range uses its sequence's global key shift, as the
-// reference implementation does.
+// parallel). A prefix keeps the shift of the keys it holds, so no range's
+// outputs depend on a later key (CausalChunk).
 void RunCausal(const LinearAttention& attention,
-               const AttentionOptions& options, float epsilon,
+               const AttentionOptions& options,
                const std::vector<HeadGroup>& groups, bool parallel) {
   const std::vector<TokenRange> ranges =
       KeyRanges(groups, options.causal_chunk_tokens, parallel);
   const std::vector<KeyState> parts =
       AccumulateRanges(attention, groups, ranges, parallel);
-  const std::vector<KeyState> totals =
-      MergeRanges(attention, groups, ranges, parts, parallel);
-  // Prefixes with the global shift: shifting to the total's shift first
-  // makes every merge below a plain sum.
   std::vector<KeyState> prefixes(ranges.size());
   std::vector<KeyState> running;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    running.push_back(attention.EmptyState(groups[g]));
-    if (totals[g].shift.defined()) running[g].shift = totals[g].shift.clone();
+  for (const HeadGroup& group : groups) {
+    running.push_back(attention.EmptyState(group));
   }
   for (size_t i = 0; i < ranges.size(); ++i) {
-    KeyState& run = running[ranges[i].group];
-    prefixes[i] = {run.sums + epsilon * run.value_sums, run.shift,
+    const KeyState& run = running[ranges[i].group];
+    prefixes[i] = {run.sums.clone(),
+                   run.shift.defined() ? run.shift.clone() : at::Tensor(),
                    run.value_sums.clone()};
-    attention.Merge(run, parts[i]);
+    attention.Merge(running[ranges[i].group], parts[i]);
   }
   // Each prefix is used by one range, which extends it in place.
   ForEachTask(static_cast<int64_t>(ranges.size()), parallel, [&](int64_t i) {
     const TokenRange& r = ranges[i];
-    attention.CausalRange(groups[r.group], prefixes[i], totals[r.group].shift,
-                          r.begin, r.end);
+    attention.CausalRange(groups[r.group], prefixes[i], r.begin, r.end);
   });
 }
 
@@ -384,7 +414,7 @@ void RunLinearAttention(const FeatureContext& context,
   const std::vector<HeadGroup>& work =
       with_logits.empty() ? groups : with_logits;
   if (options.causal) {
-    RunCausal(attention, options, context.epsilon(), work, parallel);
+    RunCausal(attention, options, work, parallel);
   } else {
     RunNonCausal(attention, options, work, parallel);
   }

@@ -87,9 +87,11 @@ at::Tensor DirectSoftmax(const at::Tensor& q, const at::Tensor& k,
 }
 
 // Linear attention as an explicit L×L computation with the same features
-// (FeatureMap's query and key roles), in double. FAVOR++'s A is `a` where
-// given, else the whole sequence's (each (batch, head) matrix's), for causal
-// attention too.
+// (FeatureMap's query and key roles), in double. Causal: row i is query i's
+// attention over keys 0..i alone, their features formed (and, with ε,
+// shifted) from those keys alone, so that no later key takes part. FAVOR++'s
+// A is `a` where given, else the whole sequence's (each (batch, head)
+// matrix's), for causal attention too.
 at::Tensor ExplicitLinear(Kernel kernel, const at::Tensor& q,
                           const at::Tensor& k, const at::Tensor& v, bool causal,
                           at::Tensor a = at::Tensor()) {
@@ -117,11 +119,24 @@ at::Tensor ExplicitLinear(Kernel kernel, const at::Tensor& q,
   }
   const at::Tensor fq =
       FeatureMap(q, kernel, w, FeatureRole::kQuery, 1e-4f, a)->to(at::kDouble);
-  const at::Tensor fk =
-      FeatureMap(k, kernel, w, FeatureRole::kKey, 1e-4f, a)->to(at::kDouble);
-  at::Tensor scores = at::matmul(fq, fk.transpose(-1, -2));
-  if (causal) scores = scores.tril();
-  return at::matmul(scores, v.to(at::kDouble)) / scores.sum(-1, true);
+  const at::Tensor vd = v.to(at::kDouble);
+  if (!causal) {
+    const at::Tensor fk =
+        FeatureMap(k, kernel, w, FeatureRole::kKey, 1e-4f, a)->to(at::kDouble);
+    const at::Tensor scores = at::matmul(fq, fk.transpose(-1, -2));
+    return at::matmul(scores, vd) / scores.sum(-1, true);
+  }
+  std::vector<at::Tensor> rows;
+  for (int64_t i = 0; i < q.size(-2); ++i) {
+    const at::Tensor fk = FeatureMap(k.narrow(-2, 0, i + 1), kernel, w,
+                                     FeatureRole::kKey, 1e-4f, a)
+                              ->to(at::kDouble);
+    const at::Tensor scores =
+        at::matmul(fq.narrow(-2, i, 1), fk.transpose(-1, -2));
+    rows.push_back(at::matmul(scores, vd.narrow(-2, 0, i + 1)) /
+                   scores.sum(-1, true));
+  }
+  return at::cat(rows, -2);
 }
 
 std::string KernelTestName(const testing::TestParamInfo<Kernel>& param_info) {
@@ -263,6 +278,40 @@ TEST_P(LinearKernelTest, CausalMatchesExplicitMaskedComputation) {
   EXPECT_LT(
       RelativeError(out, ExplicitLinear(GetParam(), in.q, in.k, in.v, true)),
       1e-5);
+}
+
+// One kernel of CausalOutputsDoNotDependOnLaterTokens (below).
+void CheckCausalPrefixIsItsOwn(Kernel kernel) {
+  SCOPED_TRACE(KernelName(kernel));
+  constexpr int64_t kLength = 64, kCut = 43;
+  const AttentionOptions options = Options(kernel, true);
+  ASSERT_NE(kCut % options.causal_chunk_tokens, 0);
+  const Inputs in = RandomInputs(1, kLength, kLength, 9, InputScale(kernel));
+  const at::Tensor before = AttendOrDie(in.q, in.k, in.v, at::Tensor(), options);
+  Inputs changed{in.q.clone(), in.k.clone(), in.v.clone()};
+  changed.q.narrow(2, kCut, kLength - kCut).normal_();
+  changed.k.narrow(2, kCut, kLength - kCut).mul_(3.0);
+  changed.v.narrow(2, kCut, kLength - kCut).normal_();
+  const at::Tensor after =
+      AttendOrDie(changed.q, changed.k, changed.v, at::Tensor(), options);
+  EXPECT_LT(RelativeError(after.narrow(2, 0, kCut), before.narrow(2, 0, kCut)),
+            1e-6);
+  EXPECT_GT(RelativeError(after.narrow(2, kCut, kLength - kCut),
+                          before.narrow(2, kCut, kLength - kCut)),
+            1e-3)
+      << "the later tokens changed nothing: the test proves nothing";
+}
+
+// Causal attention is causal with ε too: the outputs before a position do
+// not change with the queries, keys and values after it, even keys whose
+// projections are far above every earlier one (a key shift taken over the
+// whole sequence moved them by up to half: docs/attention.md). FAVOR++ is
+// left out: its A is the whole sequence's, by a documented choice. The cut
+// falls inside a causal chunk, whose earlier queries must not see it either.
+TEST(AttentionTest, CausalOutputsDoNotDependOnLaterTokens) {
+  for (const Kernel kernel : kLinearKernels) {
+    if (kernel != Kernel::kFavorPlusPlus) CheckCausalPrefixIsItsOwn(kernel);
+  }
 }
 
 TEST_P(LinearKernelTest, CrossAttentionMatchesExplicitComputation) {

@@ -159,34 +159,56 @@ def linear_attention(kernel, q, k, v, w, keep, causal, epsilon=0.0):
     L×L weights φ(q_i)ᵀφ(k_j) (the order of the sums changes nothing in exact
     arithmetic). With epsilon > 0, ε is added after the stabilising shifts of
     the Performer reference code (below)."""
+    seen = visible(q.shape[-2], k.shape[-2], keep, causal)
     if epsilon:
-        phi_q, phi_k = shifted_features(kernel, q, k, w, keep, epsilon)
-    elif kernel == "favor++":
+        return normalise(shifted_weights(kernel, q, k, w, seen, epsilon),
+                         seen, v)
+    if kernel == "favor++":
         a = favor_plus_plus_a(q, k, keep)
         phi_q, phi_k = favor_plus_plus(q, w, a), favor_plus_plus(k, w, a)
     else:
         phi_q, phi_k = FEATURE_MAPS[kernel](q, w), FEATURE_MAPS[kernel](k, w)
-    seen = visible(q.shape[-2], k.shape[-2], keep, causal)
     return normalise(phi_q @ phi_k.transpose(-1, -2), seen, v)
 
 
-def shifted_features(kernel, q, k, w, keep, epsilon):
-    """ε after the stabilising shift, as the Performer reference code does
+def key_shift(uk, seen):
+    """(B, H, Lq, 1, 1): for each query, the max of uk (B, H, Lk, F) over
+    the keys it sees and every feature; a query that sees none gets 0."""
+    key_max = uk.amax(-1)[:, :, None, :]  # (B, H, 1, Lk)
+    top = key_max.masked_fill(~seen, -math.inf).amax(-1, keepdim=True)
+    return torch.where(torch.isinf(top), torch.zeros_like(top), top)[..., None]
+
+
+def shifted_weights(kernel, q, k, w, seen, epsilon):
+    """The weights φ(q_i)ᵀ(φ(k_j) + ε) with ε after the stabilising shifts,
+    (B, H, Lq, Lk). The shifts are those of the Performer reference code
     (google-research/performer, fast_attention, softmax_kernel_transformation:
-    queries exp(u − h − maxᵢ uᵢ) + ε per row, keys exp(u − h − max u) + ε with
-    the max over the sequence and head; generalized_kernel_feature_creator:
-    f(u) + ε). docs/attention.md documents the same; constant factors are
+    queries exp(u − h − maxᵢ uᵢ) + ε per row, keys exp(u − h − max u) + ε
+    with the max over the keys and features of the sequence and head;
+    generalized_kernel_feature_creator: f(u) + ε), except that each query
+    takes the max over the keys it sees: all of them without a causal mask,
+    as the reference code, and only those up to it with one, so that no
+    later key changes it (the reference code's global max does; the
+    library's documented choice, docs/attention.md). Constant factors are
     dropped (they cancel). Only FAVOR+ and ReLU: the shift of the other
     kernels is the library's own choice, not a paper's."""
     uq, uk = scaled(q) @ w.T, scaled(k) @ w.T
     if kernel == "relu":
-        return torch.relu(uq) + epsilon, torch.relu(uk) + epsilon
+        return (torch.relu(uq) + epsilon) @ (torch.relu(uk) + epsilon).transpose(-1, -2)
     assert kernel == "favor+"
-    kept = keep[:, None, :, None].expand_as(uk)
-    key_max = uk.masked_fill(~kept, -math.inf).amax((-1, -2), keepdim=True)
     phi_q = torch.exp(uq - half_norm(q) - uq.amax(-1, keepdim=True)) + epsilon
-    phi_k = torch.exp(uk - half_norm(k) - key_max) + epsilon
-    return phi_q, phi_k
+    return weights_with_key_shift(phi_q, uk - half_norm(k), key_shift(uk, seen),
+                                  seen, epsilon)
+
+
+def weights_with_key_shift(phi_q, log_phi_k, shift, seen, epsilon):
+    """Σ_f φ(q_i)_f (exp(log φ(k_j)_f − shift_i) + ε), (B, H, Lq, Lk), for
+    key features given by their logarithms (B, H, Lk, F) and each query's
+    key shift (B, H, Lq, 1, 1); keys a query does not see are left out
+    (their unshifted exponents may overflow)."""
+    exponents = log_phi_k[:, :, None] - shift  # (B, H, Lq, Lk, F)
+    exponents = exponents.masked_fill(~seen[..., None], -math.inf)
+    return torch.einsum("bhif,bhijf->bhij", phi_q, torch.exp(exponents) + epsilon)
 
 
 def shen_attention(q, k, v, keep, causal):

@@ -13,14 +13,16 @@ Written as factors on the papers' φ (u = W x', x' = d^-1/4 x, h = ‖x'‖²/2,
 m the projection's rows; maxima per head, over one sequence's keys):
 
   favor+      query i: φ(q_i) · √m · exp(−max_f u_if)            + ε
-              key j:   φ(k_j) · √m · exp(−max_{j',f} u_j'f)       + ε
+              key j:   φ(k_j) · √m · exp(−max_{j' ∈ S(i),f} u_j'f) + ε
               (the Performer reference code's shifts: a query by its own
-              row max, keys by the max over the whole sequence, which
-              causal attention also uses: docs/models.md, Execution)
+              row max, keys by the max over S(i), the keys query i sees:
+              the whole sequence, as the reference code, or with a causal
+              mask the keys up to i, so that no later key changes query i's
+              output: docs/attention.md, Stabilisers)
   favor++     the same with u replaced by B u + A‖ω_f‖² and √m by √m / D
               (A per sequence and head from its queries and keys)
   hyperbolic  query i: φ(q_i) · √(2m) · exp(−max_f |u_if|)        + ε
-              key j:   φ(k_j) · √(2m) · exp(−max_{j',f} |u_j'f|)  + ε
+              key j:   φ(k_j) · √(2m) · exp(−max_{j' ∈ S(i),f} |u_j'f|) + ε
   relu        relu(u) + ε (kernel_reference leaves out m^-1/2, as the C++)
   trig, elu+1, exp: no ε; their shifts cancel exactly.
 
@@ -43,12 +45,13 @@ KERNELS = ("softmax", "favor+", "favor++", "hyperbolic", "trig", "relu",
 PROJECTION_KERNELS = ("favor+", "favor++", "hyperbolic", "trig", "relu")
 
 
-def stabilised_features(kernel, q, k, w, keep, epsilon):
-    """φ(q), φ(k) as the C++ forms them, (1, H, L, F) each (module doc)."""
+def stabilised_weights(kernel, q, k, w, keep, seen, epsilon):
+    """φ(q_i)ᵀφ(k_j) as the C++ forms them, (1, H, Lq, Lk) (module doc)."""
     if kernel in ("trig", "elu+1"):
-        return papers.FEATURE_MAPS[kernel](q, w), papers.FEATURE_MAPS[kernel](k, w)
+        phi_q, phi_k = papers.FEATURE_MAPS[kernel](q, w), papers.FEATURE_MAPS[kernel](k, w)
+        return phi_q @ phi_k.transpose(-1, -2)
     if kernel == "relu":
-        return papers.relu(q, w) + epsilon, papers.relu(k, w) + epsilon
+        return (papers.relu(q, w) + epsilon) @ (papers.relu(k, w) + epsilon).transpose(-1, -2)
     m = w.shape[0]
     uq, uk = papers.scaled(q) @ w.T, papers.scaled(k) @ w.T
     if kernel == "favor+":
@@ -68,8 +71,9 @@ def stabilised_features(kernel, q, k, w, keep, epsilon):
     else:
         raise ValueError(f"unknown kernel {kernel}")
     query = phi_q * factor * torch.exp(-uq.amax(-1, keepdim=True)) + epsilon
-    key = phi_k * factor * torch.exp(-uk.amax((-1, -2), keepdim=True)) + epsilon
-    return query, key
+    return papers.weights_with_key_shift(query, torch.log(phi_k * factor),
+                                         papers.key_shift(uk, seen), seen,
+                                         epsilon)
 
 
 def attend(kernel, q, k, v, w, causal, epsilon):
@@ -81,6 +85,6 @@ def attend(kernel, q, k, v, w, causal, epsilon):
         return papers.softmax_attention(q, k, v, keep, causal)[0]
     if kernel == "exp":
         return papers.shen_attention(q, k, v, keep, causal)[0]
-    phi_q, phi_k = stabilised_features(kernel, q, k, w, keep, epsilon)
     seen = papers.visible(q.shape[-2], k.shape[-2], keep, causal)
-    return papers.normalise(phi_q @ phi_k.transpose(-1, -2), seen, v)[0]
+    weights = stabilised_weights(kernel, q, k, w, keep, seen, epsilon)
+    return papers.normalise(weights, seen, v)[0]

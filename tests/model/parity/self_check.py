@@ -92,11 +92,17 @@ def check_stabilisers():
         want = papers.linear_attention(kernel, q, k, v, w, keep, False)[0]
         _fail_if(_relative(got, want), 1e-12,
                  f"{kernel} stabilised, eps 0, vs unshifted")
+    # Causal: as many keys as queries.
+    kc, keep_c = k[:, :, :6], keep[:, :6]
     for kernel in ("favor+", "relu"):
-        got = attention.stabilised_features(kernel, q, k, w, keep, 1e-2)
-        want = papers.shifted_features(kernel, q, k, w, keep, 1e-2)
-        _fail_if(max(_relative(g, x) for g, x in zip(got, want)), 1e-12,
-                 f"{kernel} with eps vs kernel_reference's shifts")
+        for causal, keys, kept in ((False, k, keep), (True, kc, keep_c)):
+            seen = papers.visible(q.shape[-2], keys.shape[-2], kept, causal)
+            got = attention.stabilised_weights(kernel, q, keys, w, kept, seen,
+                                               1e-2)
+            want = papers.shifted_weights(kernel, q, keys, w, seen, 1e-2)
+            _fail_if(_relative(got * seen, want * seen), 1e-12,
+                     f"{kernel} with eps vs kernel_reference's shifts"
+                     f" ({'causal' if causal else 'not causal'})")
 
 
 def run():
