@@ -37,9 +37,21 @@ class LinearAttention {
                    int64_t end) const;
 
  private:
-  at::Tensor CausalShifts(const KeyState& prefix, const at::Tensor& u,
-                          const at::Tensor& half_norm,
-                          const at::Tensor& keep) const;
+  // What a causal chunk's steps share: its queries' features and its keys'
+  // projections, halved squared norms and keep mask.
+  struct CausalInputs {
+    at::Tensor query_features;  // (G, c, F), with ε
+    at::Tensor u;               // (G, c, m)
+    at::Tensor half_norm;       // (G, c, 1)
+    at::Tensor keep;            // keep's columns; undefined: all kept
+    at::Tensor values;          // (G, c, dv + 1), padding rows 0
+  };
+  CausalInputs CausalChunkInputs(const HeadGroup& group, int64_t begin,
+                                 int64_t end) const;
+  // The chunk's key features at `shift`, padding rows 0.
+  at::Tensor CausalKeyFeatures(const CausalInputs& in,
+                               const at::Tensor& shift) const;
+  at::Tensor CausalShifts(const KeyState& prefix, const CausalInputs& in) const;
   void CausalChunk(const HeadGroup& group, KeyState& prefix, int64_t begin,
                    int64_t end) const;
   void CausalChunkExp(const HeadGroup& group, KeyState& prefix, int64_t begin,
@@ -190,15 +202,31 @@ void LinearAttention::CausalRange(const HeadGroup& group, KeyState prefix,
 // serves the chunk, (G, 1, 1): the maximum up to the chunk's end.
 // Undefined for kernels without a shift.
 at::Tensor LinearAttention::CausalShifts(const KeyState& prefix,
-                                         const at::Tensor& u,
-                                         const at::Tensor& half_norm,
-                                         const at::Tensor& keep) const {
+                                         const CausalInputs& in) const {
   if (!prefix.shift.defined()) return at::Tensor();
   if (context_.epsilon() == 0.0f) {
-    return at::maximum(prefix.shift, context_.KeyShift(u, half_norm, keep));
+    return at::maximum(prefix.shift,
+                       context_.KeyShift(in.u, in.half_norm, in.keep));
   }
-  const at::Tensor rows = context_.KeyRowShifts(u, half_norm, keep);
+  const at::Tensor rows = context_.KeyRowShifts(in.u, in.half_norm, in.keep);
   return at::maximum(std::get<0>(at::cummax(rows, 1)), prefix.shift);
+}
+
+LinearAttention::CausalInputs LinearAttention::CausalChunkInputs(
+    const HeadGroup& group, int64_t begin, int64_t end) const {
+  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
+  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
+  return {context_.QueryFeatures(context_.Project(xq, group.logits),
+                                 context_.HalfSquaredNorm(xq)),
+          context_.Project(xk, group.logits), context_.HalfSquaredNorm(xk),
+          KeepSlice(group, begin, end), ValuesWithOnes(group, begin, end)};
+}
+
+at::Tensor LinearAttention::CausalKeyFeatures(const CausalInputs& in,
+                                              const at::Tensor& shift) const {
+  at::Tensor features = context_.KeyFeatures(in.u, in.half_norm, shift);
+  if (in.keep.defined()) features.masked_fill_(DroppedRows(in.keep), 0.0f);
+  return features;
 }
 
 // One causal chunk: the exact masked product inside the chunk plus the
@@ -208,30 +236,23 @@ at::Tensor LinearAttention::CausalShifts(const KeyState& prefix,
 // loses what c_i keeps; ε·Σv is added unshifted.
 void LinearAttention::CausalChunk(const HeadGroup& group, KeyState& prefix,
                                   int64_t begin, int64_t end) const {
-  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
-  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
-  const at::Tensor keep = KeepSlice(group, begin, end);
-  const at::Tensor query_features = context_.QueryFeatures(
-      context_.Project(xq, group.logits), context_.HalfSquaredNorm(xq));
-  const at::Tensor u = context_.Project(xk, group.logits);
-  const at::Tensor half = context_.HalfSquaredNorm(xk);
-  const at::Tensor values = ValuesWithOnes(group, begin, end);
-  const at::Tensor running = CausalShifts(prefix, u, half, keep);
+  const CausalInputs in = CausalChunkInputs(group, begin, end);
+  const at::Tensor& values = in.values;
+  const at::Tensor running = CausalShifts(prefix, in);
   const bool per_query = running.defined() && running.size(1) > 1;
-  at::Tensor key_features = context_.KeyFeatures(u, half, running);
-  if (keep.defined()) key_features.masked_fill_(DroppedRows(keep), 0.0f);
-  at::Tensor scores = at::bmm(query_features, key_features.transpose(1, 2));
+  at::Tensor key_features = CausalKeyFeatures(in, running);
+  at::Tensor scores = at::bmm(in.query_features, key_features.transpose(1, 2));
   if (per_query) {
     // exp(c_j − c_i) for key j and query i; above the diagonal (masked) c_j
     // may exceed c_i, so the exponent is capped at 0 there.
     scores.mul_(at::exp((running.transpose(1, 2) - running).clamp_max_(0)));
   }
   at::Tensor numerators = at::bmm(scores.tril_(), values);
-  at::Tensor from_prefix = at::bmm(query_features, prefix.sums);
+  at::Tensor from_prefix = at::bmm(in.query_features, prefix.sums);
   if (running.defined()) from_prefix.mul_(at::exp(prefix.shift - running));
   numerators.add_(from_prefix);
   if (context_.epsilon() != 0.0f) {
-    numerators.add_(query_features.sum(-1, /*keepdim=*/true) *
+    numerators.add_(in.query_features.sum(-1, /*keepdim=*/true) *
                     (values.cumsum(1) + prefix.value_sums) *
                     context_.epsilon());
   }
@@ -252,26 +273,18 @@ void LinearAttention::CausalChunk(const HeadGroup& group, KeyState& prefix,
 // maximum up to the chunk's end, so that no later key changes it.
 void LinearAttention::CausalChunkExp(const HeadGroup& group, KeyState& prefix,
                                      int64_t begin, int64_t end) const {
-  const at::Tensor xq = group.query.narrow(1, begin, end - begin);
-  const at::Tensor xk = group.key.narrow(1, begin, end - begin);
-  const at::Tensor keep = KeepSlice(group, begin, end);
-  const at::Tensor query_features = context_.QueryFeatures(
-      context_.Project(xq, group.logits), context_.HalfSquaredNorm(xq));
-  const at::Tensor u = context_.Project(xk, group.logits);
-  const at::Tensor half = context_.HalfSquaredNorm(xk);
-  Rescale(prefix,
-          at::maximum(prefix.shift, context_.KeyShift(u, half, keep)));
-  at::Tensor key_features = context_.KeyFeatures(u, half, prefix.shift);
-  if (keep.defined()) key_features.masked_fill_(DroppedRows(keep), 0.0f);
-  const at::Tensor values = ValuesWithOnes(group, begin, end);
+  const CausalInputs in = CausalChunkInputs(group, begin, end);
+  Rescale(prefix, at::maximum(prefix.shift,
+                              context_.KeyShift(in.u, in.half_norm, in.keep)));
+  const at::Tensor key_features = CausalKeyFeatures(in, prefix.shift);
   const at::Tensor cumulative =
-      (key_features.unsqueeze(-1) * values.unsqueeze(2)).cumsum(1) +
+      (key_features.unsqueeze(-1) * in.values.unsqueeze(2)).cumsum(1) +
       prefix.sums.unsqueeze(1);
   const at::Tensor normalised = DivideByLastColumn(cumulative);
   group.out.narrow(1, begin, end - begin)
-      .copy_((query_features.unsqueeze(-1) * normalised).sum(2));
+      .copy_((in.query_features.unsqueeze(-1) * normalised).sum(2));
   prefix.sums.copy_(cumulative.select(1, cumulative.size(1) - 1));
-  prefix.value_sums.add_(values.sum(1, /*keepdim=*/true));
+  prefix.value_sums.add_(in.values.sum(1, /*keepdim=*/true));
 }
 
 int64_t TargetTasks(bool parallel, size_t groups) {

@@ -287,7 +287,8 @@ void CheckCausalPrefixIsItsOwn(Kernel kernel) {
   const AttentionOptions options = Options(kernel, true);
   ASSERT_NE(kCut % options.causal_chunk_tokens, 0);
   const Inputs in = RandomInputs(1, kLength, kLength, 9, InputScale(kernel));
-  const at::Tensor before = AttendOrDie(in.q, in.k, in.v, at::Tensor(), options);
+  const at::Tensor before =
+      AttendOrDie(in.q, in.k, in.v, at::Tensor(), options);
   Inputs changed{in.q.clone(), in.k.clone(), in.v.clone()};
   changed.q.narrow(2, kCut, kLength - kCut).normal_();
   changed.k.narrow(2, kCut, kLength - kCut).mul_(3.0);
