@@ -83,9 +83,9 @@ MUTANTS = [
     _m("attn-causal-shift-per-chunk", ATT + "linear_attention.cc",
        "wrong default",
        "  if (context_.epsilon() == 0.0f) {\n"
-       "    return at::maximum(prefix.shift, context_.KeyShift(",
+       "    return at::maximum(prefix.shift,\n",
        "  if (true) {\n"
-       "    return at::maximum(prefix.shift, context_.KeyShift(",
+       "    return at::maximum(prefix.shift,\n",
        "attention", regex="Causal|Kernel|kernel"),
     _m("attn-causal-decay-swapped", ATT + "linear_attention.cc",
        "swapped operand",
