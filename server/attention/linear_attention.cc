@@ -257,12 +257,16 @@ void LinearAttention::CausalChunk(const HeadGroup& group, KeyState& prefix,
                     context_.epsilon());
   }
   group.out.narrow(1, begin, end - begin).copy_(DivideByLastColumn(numerators));
+  // The chunk joins the prefix at the chunk's last shift: key j's features
+  // times exp(c_j − c_last), a factor per row, applied to its [v | 1] (dv + 1
+  // columns) rather than to its features (F).
+  at::Tensor rescaled_values = values;
   if (running.defined()) {
     const at::Tensor last = running.narrow(1, running.size(1) - 1, 1);
     Rescale(prefix, last);
-    if (per_query) key_features.mul_(at::exp(running - last));
+    if (per_query) rescaled_values = values * at::exp(running - last);
   }
-  prefix.sums.baddbmm_(key_features.transpose(1, 2), values);
+  prefix.sums.baddbmm_(key_features.transpose(1, 2), rescaled_values);
   prefix.value_sums.add_(values.sum(1, /*keepdim=*/true));
 }
 
