@@ -315,7 +315,14 @@ def make_cases(gen):
                    "elu+1", "exp"):
         for causal in (False, True):
             tag = "causal" if causal else "noncausal"
-            cases.append(make_case(gen, f"{kernel}_{tag}", kernel, causal))
+            # Trig features can be negative, so its denominators can come
+            # near zero, where float32's rounding is amplified past any fixed
+            # tolerance (1.65e-5 on an AVX2 CPU with LibTorch 2.6, causal):
+            # smaller inputs keep them close to the positive softmax ones,
+            # as attention_test's InputScale does.
+            scale = 0.3 if kernel == "trig" else 0.6
+            cases.append(make_case(gen, f"{kernel}_{tag}", kernel, causal,
+                                   scale=scale))
     for kernel in ("favor+", "relu"):
         for causal in (False, True):
             tag = "causal" if causal else "noncausal"
