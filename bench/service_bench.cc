@@ -193,8 +193,7 @@ struct OnePassResult {
   double pooled = 1e30, both = 1e30, two_passes = 1e30;  // seconds
 };
 
-OnePassResult OnePass(const model::Model& model, int64_t length,
-                      int repeats) {
+OnePassResult OnePass(const model::Model& model, int64_t length, int repeats) {
   const std::vector<int32_t> ids =
       TokenIds(length, model.description().config.vocab_size);
   const std::vector<int64_t> offsets = {0, length};
@@ -205,8 +204,8 @@ OnePassResult OnePass(const model::Model& model, int64_t length,
     work->token_ids = ids;
     work->include_token_embeddings = token_rows;
     batch.requests.push_back(
-        std::make_unique<batching::Request>([](absl::Status) {}));
-    batch.requests.back()->payload = work;
+        std::make_unique<batching::Job<service::EmbedWork>>(
+            work, [](absl::Status) {}));
     if (!runner.RunBatch(0, &batch).ok()) std::abort();
   };
   OnePassResult result;
@@ -214,11 +213,13 @@ OnePassResult OnePass(const model::Model& model, int64_t length,
     result.pooled = std::min(result.pooled, Fastest(1, [&] { run(false); }));
     result.both = std::min(result.both, Fastest(1, [&] { run(true); }));
     result.two_passes = std::min(result.two_passes, Fastest(1, [&] {
-      model::EmbedOptions pooled, rows;
-      rows.pooling = model::Pooling::kNone;
-      if (!model.Embed(ids, offsets, pooled).ok()) std::abort();
-      if (!model.Embed(ids, offsets, rows).ok()) std::abort();
-    }));
+                                   model::EmbedOptions pooled, rows;
+                                   rows.pooling = model::Pooling::kNone;
+                                   if (!model.Embed(ids, offsets, pooled).ok())
+                                     std::abort();
+                                   if (!model.Embed(ids, offsets, rows).ok())
+                                     std::abort();
+                                 }));
   }
   std::printf(
       "\n(d) one %ld-token input wanting its pooled vector and token rows: "

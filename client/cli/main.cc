@@ -39,6 +39,7 @@
 #include "client/cli/tool_main.h"
 #include "favor/client.h"
 #include "nlohmann/json.hpp"
+#include "server/attention/kernel.h"
 
 // ---- Connection (the rest: client/cli/connection_flags.h) ----
 ABSL_FLAG(absl::Duration, deadline, absl::ZeroDuration(),
@@ -93,9 +94,8 @@ ABSL_FLAG(std::string, shape, "1,1,16,8",
 ABSL_FLAG(int64_t, key_length, 0, "attend: key length; 0: QUERY_LENGTH");
 ABSL_FLAG(int64_t, value_dim, 0, "attend: value width; 0: HEAD_DIM");
 ABSL_FLAG(std::string, kernel, "",
-          "attend: softmax, favor+, favor++, hyperbolic, trig, relu, elu+1 or "
-          "exp; "
-          "empty: favor+");
+          absl::StrCat("attend: ", favor::attention::KernelNames(),
+                       "; empty: favor+"));
 ABSL_FLAG(int64_t, num_random_features, 0,
           "attend: rows of the random projection; 0: the server's default");
 ABSL_FLAG(uint64_t, projection_seed, 0, "attend: seed of the projection");

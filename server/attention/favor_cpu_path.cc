@@ -325,9 +325,8 @@ KeyState KeyAccumulator::Finish() {
 
 bool FavorCpuPathApplies(const FeatureContext& context,
                          const HeadGroup& group) {
-  return (context.kernel() == Kernel::kFavorPositive ||
-          context.kernel() == Kernel::kFavorPlusPlus) &&
-         group.key.device().is_cpu() && group.key.size(0) == 1 &&
+  return context.traits().exp_of_projection && group.key.device().is_cpu() &&
+         group.key.size(0) == 1 &&
          (AllOfType(group, at::kFloat) || RunsInBFloat16(group)) &&
          group.query.stride(2) == 1 && group.key.stride(2) == 1 &&
          group.value.stride(2) == 1 && group.out.stride(2) == 1;
@@ -448,8 +447,8 @@ void QueriesFavorCpu(const FeatureContext& context,
     cpu::QueryFeaturesWithDot(p.u, p.half.data(), rows, p.m, context.epsilon(),
                               p.feature_sums.data(), p.denominators.data(),
                               p.logits);
-    MatMul(rows, p.dv, p.m, {p.u, p.m, 1}, p.sums, p.dv + 1, p.numerators,
-           p.dv, /*accumulate=*/false);
+    MatMul(rows, p.dv, p.m, {p.u, p.m, 1}, p.sums, p.dv + 1, p.numerators, p.dv,
+           /*accumulate=*/false);
     cpu::DivideRows(p.numerators, p.denominators.data(), rows, p.dv,
                     outputs + start * p.out_stride, p.out_stride);
   }

@@ -16,33 +16,19 @@ namespace {
 // The constant factor that makes φ(q)ᵀφ(k) estimate exp(qᵀk/√d), for m
 // random features.
 double EstimatorScale(Kernel kernel, int64_t num_features) {
-  switch (kernel) {
-    case Kernel::kFavorPositive:
-    case Kernel::kFavorPlusPlus:
-    case Kernel::kTrigonometric:
-      return 1.0 / std::sqrt(static_cast<double>(num_features));
-    case Kernel::kFavorHyperbolic:
-      return 1.0 / std::sqrt(2.0 * static_cast<double>(num_features));
-    default:
-      return 1.0;
-  }
+  const int rows = TraitsOf(kernel).estimator_scale_rows;
+  if (rows == 0) return 1.0;
+  return 1.0 / std::sqrt(static_cast<double>(rows * num_features));
 }
 
 at::Tensor UnshiftedFeatures(const FeatureContext& context, const at::Tensor& u,
                              const at::Tensor& half) {
-  switch (context.kernel()) {
-    case Kernel::kFavorPositive:
-    case Kernel::kFavorPlusPlus:
-    case Kernel::kFavorHyperbolic:
-    case Kernel::kTrigonometric:
-    case Kernel::kExp: {
-      // No shift: exp(log φ − 0), plus ε where the kernel has one.
-      const at::Tensor zero = at::zeros({1}, u.options());
-      return context.KeyFeatures(u, half, zero) + context.epsilon();
-    }
-    default:
-      return context.KeyFeatures(u, half, at::Tensor()) + context.epsilon();
-  }
+  // No shift: exp(log φ − 0) for the kernels that take one; plus ε where
+  // the kernel has one.
+  const at::Tensor no_shift = context.traits().key_shift != KeyShift::kNone
+                                  ? at::zeros({1}, u.options())
+                                  : at::Tensor();
+  return context.KeyFeatures(u, half, no_shift) + context.epsilon();
 }
 
 // FAVOR++'s A per matrix of x, (N, 1, 1) float64, checked to be below 1/4.
@@ -114,7 +100,7 @@ absl::StatusOr<at::Tensor> FeatureMap(const at::Tensor& x, Kernel kernel,
                    FeatureContext::Create(kernel, projection, x.size(-1),
                                           x.device(), epsilon));
   at::Tensor a;
-  if (kernel == Kernel::kFavorPlusPlus) {
+  if (TraitsOf(kernel).coefficient_per_sequence) {
     ASSIGN_OR_RETURN(a, CoefficientPerMatrix(x, favor_plus_plus_a));
   }
   try {

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -20,6 +21,109 @@ at::Tensor MaskRows(const at::Tensor& u, const at::Tensor& keep) {
 
 at::Tensor ClampEmpty(const at::Tensor& shift) {
   return at::clamp_min(shift, FeatureContext::kEmptyShift);
+}
+
+// Each kernel's feature functions (kernel.h's KernelTraits say what they
+// need). u is the projected chunk (G, c, F0), h = ‖x'‖²/2 per token
+// (G, c, 1); key features leave ε out (attention adds ε·Σv once per
+// sequence), query features add it.
+
+at::Tensor Identity(const at::Tensor& u, const at::Tensor& /*h*/) { return u; }
+at::Tensor Magnitude(const at::Tensor& u, const at::Tensor& /*h*/) {
+  return u.abs();
+}
+at::Tensor HalfNorm(const at::Tensor& /*u*/, const at::Tensor& h) { return h; }
+
+at::Tensor PositiveKeys(const at::Tensor& u, const at::Tensor& h,
+                        const at::Tensor& shift) {
+  return at::exp(u - h - shift);
+}
+at::Tensor PositiveQueries(const at::Tensor& u, const at::Tensor& h,
+                           float epsilon) {
+  return at::exp(u - h - u.amax({-1}, /*keepdim=*/true)) + epsilon;
+}
+
+at::Tensor HyperbolicKeys(const at::Tensor& u, const at::Tensor& h,
+                          const at::Tensor& shift) {
+  return at::cat({at::exp(u - h - shift), at::exp(-u - h - shift)}, -1);
+}
+at::Tensor HyperbolicQueries(const at::Tensor& u, const at::Tensor& h,
+                             float epsilon) {
+  const at::Tensor offset = h + u.abs().amax({-1}, /*keepdim=*/true);
+  return at::cat({at::exp(u - offset), at::exp(-u - offset)}, -1) + epsilon;
+}
+
+at::Tensor TrigKeys(const at::Tensor& u, const at::Tensor& h,
+                    const at::Tensor& shift) {
+  return at::exp(h - shift) * at::cat({at::sin(u), at::cos(u)}, -1);
+}
+at::Tensor TrigQueries(const at::Tensor& u, const at::Tensor& /*h*/,
+                       float /*epsilon*/) {
+  return at::cat({at::sin(u), at::cos(u)}, -1);
+}
+
+at::Tensor ReluKeys(const at::Tensor& u, const at::Tensor& /*h*/,
+                    const at::Tensor& /*shift*/) {
+  return at::relu(u);
+}
+at::Tensor ReluQueries(const at::Tensor& u, const at::Tensor& /*h*/,
+                       float epsilon) {
+  return at::relu(u) + epsilon;
+}
+
+at::Tensor EluPlusOneKeys(const at::Tensor& u, const at::Tensor& /*h*/,
+                          const at::Tensor& /*shift*/) {
+  return at::elu(u) + 1;
+}
+at::Tensor EluPlusOneQueries(const at::Tensor& u, const at::Tensor& /*h*/,
+                             float /*epsilon*/) {
+  return at::elu(u) + 1;
+}
+
+at::Tensor ExpKeys(const at::Tensor& u, const at::Tensor& /*h*/,
+                   const at::Tensor& shift) {
+  return at::exp(u - shift);
+}
+at::Tensor ExpQueries(const at::Tensor& u, const at::Tensor& /*h*/,
+                      float /*epsilon*/) {
+  return at::softmax(u, -1);
+}
+
+struct FeatureFunctions {
+  Kernel kernel;
+  // What a key shift is the maximum of, per token and feature (or per
+  // token); null for kernels without a shift.
+  at::Tensor (*shifted_logits)(const at::Tensor& u, const at::Tensor& h);
+  at::Tensor (*key_features)(const at::Tensor& u, const at::Tensor& h,
+                             const at::Tensor& shift);
+  at::Tensor (*query_features)(const at::Tensor& u, const at::Tensor& h,
+                               float epsilon);
+};
+
+// One row per kernel, in the enumeration's order (checked below); softmax
+// has no features.
+constexpr std::array<FeatureFunctions, kNumKernels> kFeatureFunctions = {{
+    {Kernel::kSoftmaxExact, nullptr, nullptr, nullptr},
+    {Kernel::kFavorPositive, Identity, PositiveKeys, PositiveQueries},
+    {Kernel::kFavorPlusPlus, Identity, PositiveKeys, PositiveQueries},
+    {Kernel::kFavorHyperbolic, Magnitude, HyperbolicKeys, HyperbolicQueries},
+    {Kernel::kTrigonometric, HalfNorm, TrigKeys, TrigQueries},
+    {Kernel::kRelu, nullptr, ReluKeys, ReluQueries},
+    {Kernel::kEluPlusOne, nullptr, EluPlusOneKeys, EluPlusOneQueries},
+    {Kernel::kExp, Identity, ExpKeys, ExpQueries},
+}};
+
+constexpr bool RowsFollowTheEnumeration() {
+  for (int i = 0; i < kNumKernels; ++i) {
+    if (static_cast<int>(kFeatureFunctions[i].kernel) != i) return false;
+  }
+  return true;
+}
+static_assert(RowsFollowTheEnumeration(),
+              "kFeatureFunctions must hold one row per Kernel, in order");
+
+const FeatureFunctions& FunctionsOf(Kernel kernel) {
+  return kFeatureFunctions[static_cast<int>(kernel)];
 }
 
 }  // namespace
@@ -55,7 +159,7 @@ absl::StatusOr<FeatureContext> FeatureContext::Create(
   const double data_scale = std::pow(static_cast<double>(head_dim), -0.25);
   const at::Tensor projection32 = projection.to(device, at::kFloat);
   context.projection_t_ = (projection32 * data_scale).t().contiguous();
-  if (kernel == Kernel::kFavorPlusPlus) {
+  if (context.traits_.coefficient_per_sequence) {
     context.row_squared_norms_ = projection32.square().sum(1);
   }
   return context;
@@ -83,21 +187,8 @@ at::Tensor FeatureContext::HalfSquaredNorm(const at::Tensor& x) const {
 
 at::Tensor FeatureContext::ShiftedLogits(const at::Tensor& u,
                                          const at::Tensor& half_norm) const {
-  switch (kernel_) {
-    case Kernel::kFavorPositive:
-    case Kernel::kFavorPlusPlus:
-    case Kernel::kExp:
-      return u;
-    case Kernel::kFavorHyperbolic:
-      return u.abs();
-    case Kernel::kTrigonometric:
-      return half_norm;
-    case Kernel::kSoftmaxExact:
-    case Kernel::kRelu:
-    case Kernel::kEluPlusOne:
-      break;
-  }
-  return at::Tensor();
+  const auto logits = FunctionsOf(kernel_).shifted_logits;
+  return logits != nullptr ? logits(u, half_norm) : at::Tensor();
 }
 
 at::Tensor FeatureContext::KeyShift(const at::Tensor& u,
@@ -122,52 +213,14 @@ at::Tensor FeatureContext::KeyRowShifts(const at::Tensor& u,
 at::Tensor FeatureContext::KeyFeatures(const at::Tensor& u,
                                        const at::Tensor& half_norm,
                                        const at::Tensor& shift) const {
-  switch (kernel_) {
-    case Kernel::kFavorPositive:
-    case Kernel::kFavorPlusPlus:
-      return at::exp(u - half_norm - shift);
-    case Kernel::kFavorHyperbolic:
-      return at::cat(
-          {at::exp(u - half_norm - shift), at::exp(-u - half_norm - shift)},
-          -1);
-    case Kernel::kTrigonometric:
-      return at::exp(half_norm - shift) * at::cat({at::sin(u), at::cos(u)}, -1);
-    case Kernel::kRelu:
-      return at::relu(u);
-    case Kernel::kEluPlusOne:
-      return at::elu(u) + 1;
-    case Kernel::kExp:
-      return at::exp(u - shift);
-    case Kernel::kSoftmaxExact:
-      break;
-  }
-  return u;
+  const auto features = FunctionsOf(kernel_).key_features;
+  return features != nullptr ? features(u, half_norm, shift) : u;
 }
 
 at::Tensor FeatureContext::QueryFeatures(const at::Tensor& u,
                                          const at::Tensor& half_norm) const {
-  switch (kernel_) {
-    case Kernel::kFavorPositive:
-    case Kernel::kFavorPlusPlus:
-      return at::exp(u - half_norm - u.amax({-1}, /*keepdim=*/true)) + epsilon_;
-    case Kernel::kFavorHyperbolic: {
-      const at::Tensor offset =
-          half_norm + u.abs().amax({-1}, /*keepdim=*/true);
-      return at::cat({at::exp(u - offset), at::exp(-u - offset)}, -1) +
-             epsilon_;
-    }
-    case Kernel::kTrigonometric:
-      return at::cat({at::sin(u), at::cos(u)}, -1);
-    case Kernel::kRelu:
-      return at::relu(u) + epsilon_;
-    case Kernel::kEluPlusOne:
-      return at::elu(u) + 1;
-    case Kernel::kExp:
-      return at::softmax(u, -1);
-    case Kernel::kSoftmaxExact:
-      break;
-  }
-  return u;
+  const auto features = FunctionsOf(kernel_).query_features;
+  return features != nullptr ? features(u, half_norm, epsilon_) : u;
 }
 
 }  // namespace favor::attention

@@ -156,7 +156,7 @@ void LinearAttention::Merge(KeyState& total, const KeyState& part) const {
 }
 
 at::Tensor LinearAttention::QueryState(const KeyState& keys) const {
-  if (context_.kernel() == Kernel::kExp) {
+  if (context_.traits().key_shift == KeyShift::kPerFeature) {
     const at::Tensor normalised = DivideByLastColumn(keys.sums);
     return at::cat({normalised, at::ones_like(keys.sums.narrow(-1, 0, 1))}, -1);
   }
@@ -186,7 +186,7 @@ void LinearAttention::CausalRange(const HeadGroup& group, KeyState prefix,
   for (int64_t start = begin; start < end;
        start += options_.causal_chunk_tokens) {
     const int64_t stop = std::min(end, start + options_.causal_chunk_tokens);
-    if (context_.kernel() == Kernel::kExp) {
+    if (context_.traits().key_shift == KeyShift::kPerFeature) {
       CausalChunkExp(group, prefix, start, stop);
     } else {
       CausalChunk(group, prefix, start, stop);
@@ -423,7 +423,7 @@ void RunLinearAttention(const FeatureContext& context,
   // FAVOR++ picks each group's feature map from its statistics first; the
   // causal path uses the whole sequence's (docs/attention.md says why).
   std::vector<HeadGroup> with_logits;
-  if (context.kernel() == Kernel::kFavorPlusPlus) {
+  if (context.traits().coefficient_per_sequence) {
     with_logits = groups;
     SetFavorPlusPlusLogits(context, options.chunk_tokens, with_logits,
                            parallel);

@@ -1,7 +1,8 @@
 // What the batcher hands a formed batch to: the model, on one device.
 //
-// The batcher knows requests only by their cost; a ModelRunner knows what is
-// in their payloads. The real runners live in server/service: EmbedRunner
+// The batcher knows requests only by their cost; a ModelRunner knows what
+// they carry (a JobRunner, job.h, as typed Jobs). The real runners live in
+// server/service: EmbedRunner
 // (embed_runner.h) packs the batch's token ids and runs the model's encoder,
 // AttendRunner (attend_runner.h) runs the attention library; tests use a
 // fake.
@@ -18,15 +19,16 @@ class ModelRunner {
   virtual ~ModelRunner() = default;
 
   // Computes every request of `batch` on the device numbered `worker_index`
-  // (0 .. Options::num_workers - 1) and writes each result into its
-  // request's payload. Called on that device's worker thread, one batch at a
-  // time per worker, so with several workers it is called concurrently.
+  // (0 .. Options::num_workers - 1) and writes each result where its
+  // request's owner reads it (a Job's work). Called on that device's worker
+  // thread, one batch at a time per worker, so with several workers it is
+  // called concurrently.
   //
   // Completion: the runner may complete requests itself (Request::Complete,
   // e.g. to fail one request of the batch), or move a request out of
   // `batch->requests` to complete it later; after RunBatch returns, the
   // batcher completes every request still in the batch and uncompleted with
-  // the returned status (OK: the result is in the payload). So a runner
+  // the returned status (OK: the result is written). So a runner
   // must not complete, after returning, a request it left in the batch. A
   // runner that throws breaks this contract: catch exceptions inside (e.g.
   // c10::Error) and return them as a Status (INTERNAL).

@@ -1,6 +1,6 @@
 // One unit of queued work: what the batcher needs to schedule it (cost,
-// priority, deadline, cancellation) and an opaque payload only the model
-// runner understands.
+// priority, deadline, cancellation). What the runner computes is a Job's
+// (job.h), a Request of its own type; the batcher never looks inside.
 //
 // Completion contract: every Request is completed exactly once, through
 // Complete(), which runs its `done` callback. Whoever owns the Request (a
@@ -47,14 +47,14 @@ class CancellationFlag {
 class Request {
  public:
   // Receives the request's final status: OK once the runner has written the
-  // result into the payload, or why there is no result. Runs on whichever
+  // result (into its Job's work), or why there is no result. Runs on whichever
   // thread completes the request (the caller of Batcher::Enqueue, the batch
   // former or a batch worker) and with no batcher lock held: it must be
   // quick (e.g. finish a gRPC reactor) and may call back into the batcher.
   using DoneCallback = absl::AnyInvocable<void(absl::Status) &&>;
 
   explicit Request(DoneCallback done);
-  ~Request();  // Completes with INTERNAL if never completed.
+  virtual ~Request();  // Completes with INTERNAL if never completed.
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
 
@@ -76,10 +76,6 @@ class Request {
   Priority priority = Priority::kNormal;
   absl::Time deadline = absl::InfiniteFuture();  // Answer by then or never.
   std::shared_ptr<const CancellationFlag> cancellation;  // Null: never.
-  // What the runner computes from and writes its result into; the batcher
-  // never looks inside. Runners know the type they put there and recover it
-  // with a static_cast of payload.get().
-  std::shared_ptr<void> payload;
 
   // Set by Batcher::Enqueue when the request is admitted to the queue.
   absl::Time enqueue_time = absl::InfinitePast();

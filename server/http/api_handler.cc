@@ -27,12 +27,18 @@ constexpr absl::string_view kTimeoutHeader = "X-Request-Timeout";
 
 enum class RouteKind { kEmbeddings, kModels, kModel, kHealth, kFavor, kNone };
 
-struct Route {
+}  // namespace
+
+struct ApiHandler::Route {
   RouteKind kind = RouteKind::kNone;
   bhttp::verb verb = bhttp::verb::get;
-  std::string method;  // kFavor: the RPC's name; kModel: the model's
+  std::string method;       // kFavor: the RPC's name; kModel: the model's
   bool bad_escape = false;  // kModel: a '%' not followed by two hex digits
 };
+
+namespace {
+
+using Route = ApiHandler::Route;
 
 // A path segment's percent-escapes decoded (RFC 3986 2.1; OpenAI's clients
 // escape a model name in the path); nullopt for a malformed escape.
@@ -135,6 +141,61 @@ void SetTimingHeaders(const v1::EmbedResponse& answer, Response& response) {
 
 }  // namespace
 
+// One request that its header admitted: its route, its metrics label and
+// the timeout its service call gets, made once from the header.
+class ApiHandler::Admitted final : public Exchange {
+ public:
+  Admitted(ApiHandler* api, Route route, std::string route_label,
+           absl::Duration timeout)
+      : api_(api),
+        route_(std::move(route)),
+        route_label_(std::move(route_label)),
+        timeout_(timeout) {}
+
+  void Handle(const Request& request, Responder undecorated,
+              std::shared_ptr<ClientGone> client_gone) override {
+    Responder respond = api_->Recorded(
+        route_label_,
+        [api = api_, origin = std::string(request[bhttp::field::origin]),
+         respond = std::move(undecorated)](Response response) mutable {
+          api->cors_.Decorate(origin, response);
+          respond(std::move(response));
+        });
+    if (api_->cors_.enabled() && CorsPolicy::IsPreflight(request)) {
+      absl::StatusOr<Response> preflight =
+          api_->cors_.Preflight(request, ViewOf(bhttp::to_string(route_.verb)));
+      return respond(preflight.ok() ? *std::move(preflight)
+                                    : ErrorResponse(preflight.status()));
+    }
+    // The deadline covers queue and compute from when the request is in.
+    ServiceClient::CallOptions call;
+    call.deadline = absl::Now() + timeout_;
+    call.client_gone = std::move(client_gone);
+    switch (route_.kind) {
+      case RouteKind::kEmbeddings:
+        return api_->Embeddings(request, call, std::move(respond));
+      case RouteKind::kModels:
+        return api_->Models(call, std::move(respond));
+      case RouteKind::kModel:
+        return api_->OneModel(route_.method, call, std::move(respond));
+      case RouteKind::kHealth:
+        return api_->Health(std::move(respond));
+      case RouteKind::kFavor:
+        return api_->FavorMethod(route_.method, request, call,
+                                 std::move(respond));
+      case RouteKind::kNone:
+        break;
+    }
+    respond(ErrorResponse(Status::not_found, "no such path"));
+  }
+
+ private:
+  ApiHandler* const api_;
+  const Route route_;
+  const std::string route_label_;
+  const absl::Duration timeout_;
+};
+
 ApiHandler::ApiHandler(const Options& options,
                        std::shared_ptr<grpc::Channel> channel,
                        absl::AnyInvocable<bool() const> serving,
@@ -143,7 +204,7 @@ ApiHandler::ApiHandler(const Options& options,
       cors_(options.cors_allow_origins),
       serving_(std::move(serving)),
       metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
-      client_(std::move(channel)),
+      client_(std::move(channel), options.in_process_key),
       favor_json_(options.call_limits) {}
 
 Responder ApiHandler::Recorded(std::string route, Responder respond) const {
@@ -162,19 +223,24 @@ Response ApiHandler::Refuse(Status status, absl::string_view message) {
   return response;
 }
 
-std::optional<Response> ApiHandler::CheckHeader(const RequestHeader& header) {
-  std::optional<Response> refusal = Admit(header);
+Handler::Admission ApiHandler::Accept(const RequestHeader& header) {
+  Route route = RouteOf(header.target());
+  std::string label = RouteLabel(route, header.target());
+  absl::Duration timeout = options_.default_timeout;
+  std::optional<Response> refusal = Admit(header, route, &timeout);
   if (refusal.has_value()) {
-    metrics_->RecordHttpRequest(
-        RouteLabel(RouteOf(header.target()), header.target()),
-        refusal->result_int(), absl::ZeroDuration());
+    metrics_->RecordHttpRequest(label, refusal->result_int(),
+                                absl::ZeroDuration());
     cors_.Decorate(ViewOf(header[bhttp::field::origin]), *refusal);
+    return *std::move(refusal);
   }
-  return refusal;
+  return std::make_unique<Admitted>(this, std::move(route), std::move(label),
+                                    timeout);
 }
 
-std::optional<Response> ApiHandler::Admit(const RequestHeader& header) {
-  const Route route = RouteOf(header.target());
+std::optional<Response> ApiHandler::Admit(const RequestHeader& header,
+                                          const Route& route,
+                                          absl::Duration* timeout) const {
   if (route.kind == RouteKind::kNone) {
     return ErrorResponse(
         Status::not_found,
@@ -220,86 +286,45 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header) {
       return ErrorResponse(HttpStatusOf(method.code()), method.message());
     }
   }
+  const absl::string_view authorization =
+      ViewOf(header[bhttp::field::authorization]);
+  // The one check of the key: the service's calls carry its in-process
+  // key instead (bearer_auth.h).
   if (!options_.bearer_tokens.empty()) {
-    absl::Status key = service::CheckBearerToken(
-        ViewOf(header[bhttp::field::authorization]), options_.bearer_tokens);
+    absl::Status key =
+        service::CheckBearerToken(authorization, options_.bearer_tokens);
     if (!key.ok()) return ErrorResponse(key);
   }
-  absl::StatusOr<ServiceClient::CallOptions> call = CallOptionsOf(header);
-  if (!call.ok()) return ErrorResponse(call.status());
+  absl::StatusOr<absl::Duration> requested = TimeoutOf(header);
+  if (!requested.ok()) return ErrorResponse(requested.status());
+  // A credential is printable ASCII (RFC 9110 11.6.2's token68), also where
+  // no key is needed.
+  if (!std::all_of(authorization.begin(), authorization.end(),
+                   absl::ascii_isprint)) {
+    return ErrorResponse(absl::InvalidArgumentError(
+        "the Authorization header holds bytes that are not printable ASCII"));
+  }
+  *timeout = *requested;
   return std::nullopt;
 }
 
-absl::StatusOr<ServiceClient::CallOptions> ApiHandler::CallOptionsOf(
+absl::StatusOr<absl::Duration> ApiHandler::TimeoutOf(
     const RequestHeader& header) const {
-  ServiceClient::CallOptions call;
-  absl::Duration timeout = options_.default_timeout;
   const auto found = header.find(
       boost::beast::string_view(kTimeoutHeader.data(), kTimeoutHeader.size()));
-  if (found != header.end()) {
-    absl::StatusOr<absl::Duration> parsed =
-        ParseTimeout(ViewOf(found->value()));
-    if (!parsed.ok()) return parsed.status();
-    timeout = *parsed;
-  }
-  call.deadline = absl::Now() + timeout;
-  call.authorization = std::string(header[bhttp::field::authorization]);
-  // It travels as gRPC metadata, and gRPC aborts the process on a value
-  // that is not printable ASCII (HTTP allows any byte from 0x80 up).
-  if (!std::all_of(call.authorization.begin(), call.authorization.end(),
-                   absl::ascii_isprint)) {
-    return absl::InvalidArgumentError(
-        "the Authorization header holds bytes that are not printable ASCII");
-  }
-  return call;
+  if (found == header.end()) return options_.default_timeout;
+  return ParseTimeout(ViewOf(found->value()));
 }
 
-void ApiHandler::Handle(const Request& request, Responder undecorated,
-                        std::shared_ptr<ClientGone> client_gone) {
-  const Route route = RouteOf(request.target());
-  Responder respond = Recorded(
-      RouteLabel(route, request.target()),
-      [this, origin = std::string(request[bhttp::field::origin]),
-       respond = std::move(undecorated)](Response response) mutable {
-        cors_.Decorate(origin, response);
-        respond(std::move(response));
-      });
-  if (cors_.enabled() && CorsPolicy::IsPreflight(request)) {
-    absl::StatusOr<Response> preflight =
-        cors_.Preflight(request, ViewOf(bhttp::to_string(route.verb)));
-    return respond(preflight.ok() ? *std::move(preflight)
-                                  : ErrorResponse(preflight.status()));
-  }
-  switch (route.kind) {
-    case RouteKind::kEmbeddings:
-      return Embeddings(request, std::move(respond), std::move(client_gone));
-    case RouteKind::kModels:
-      return Models(request, std::move(respond));
-    case RouteKind::kModel:
-      return OneModel(route.method, request, std::move(respond));
-    case RouteKind::kHealth:
-      return Health(std::move(respond));
-    case RouteKind::kFavor:
-      return FavorMethod(route.method, request, std::move(respond),
-                         std::move(client_gone));
-    case RouteKind::kNone:
-      break;
-  }
-  respond(ErrorResponse(Status::not_found, "no such path"));
-}
-
-void ApiHandler::Embeddings(const Request& request, Responder respond,
-                            std::shared_ptr<ClientGone> client_gone) {
-  absl::StatusOr<EmbeddingsCall> call = ParseEmbeddingsRequest(request.body(), options_.call_limits);
-  absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
-  if (!call.ok() || !options.ok()) {
-    return respond(
-        ErrorResponse(!call.ok() ? call.status() : options.status()));
-  }
-  options->client_gone = std::move(client_gone);
+void ApiHandler::Embeddings(const Request& request,
+                            const ServiceClient::CallOptions& call,
+                            Responder respond) {
+  absl::StatusOr<EmbeddingsCall> embeddings =
+      ParseEmbeddingsRequest(request.body(), options_.call_limits);
+  if (!embeddings.ok()) return respond(ErrorResponse(embeddings.status()));
   client_.Call(
-      "Embed", call->request.SerializeAsString(), *options,
-      [base64 = call->base64,
+      "Embed", embeddings->request.SerializeAsString(), call,
+      [base64 = embeddings->base64,
        respond = std::move(respond)](ServiceClient::Answer answer) mutable {
         auto response = ParseAnswer<v1::EmbedResponse>(answer);
         if (!response.ok()) {
@@ -312,11 +337,10 @@ void ApiHandler::Embeddings(const Request& request, Responder respond,
       });
 }
 
-void ApiHandler::Models(const Request& request, Responder respond) {
-  absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
-  if (!options.ok()) return respond(ErrorResponse(options.status()));
+void ApiHandler::Models(const ServiceClient::CallOptions& call,
+                        Responder respond) {
   client_.Call(
-      "ListModels", v1::ListModelsRequest().SerializeAsString(), *options,
+      "ListModels", v1::ListModelsRequest().SerializeAsString(), call,
       [respond = std::move(respond)](ServiceClient::Answer answer) mutable {
         auto response = ParseAnswer<v1::ListModelsResponse>(answer);
         if (!response.ok()) {
@@ -327,14 +351,13 @@ void ApiHandler::Models(const Request& request, Responder respond) {
       });
 }
 
-void ApiHandler::OneModel(const std::string& model, const Request& request,
+void ApiHandler::OneModel(const std::string& model,
+                          const ServiceClient::CallOptions& call,
                           Responder respond) {
-  absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
-  if (!options.ok()) return respond(ErrorResponse(options.status()));
   v1::GetModelRequest get;
   get.set_model(model);
   client_.Call(
-      "GetModel", get.SerializeAsString(), *options,
+      "GetModel", get.SerializeAsString(), call,
       [respond = std::move(respond)](ServiceClient::Answer answer) mutable {
         auto response = ParseAnswer<v1::GetModelResponse>(answer);
         if (!response.ok()) {
@@ -353,17 +376,12 @@ void ApiHandler::Health(Responder respond) const {
 }
 
 void ApiHandler::FavorMethod(const std::string& method, const Request& request,
-                             Responder respond,
-                             std::shared_ptr<ClientGone> client_gone) {
+                             const ServiceClient::CallOptions& call,
+                             Responder respond) {
   absl::StatusOr<std::string> binary =
       favor_json_.RequestFromJson(method, request.body());
-  absl::StatusOr<ServiceClient::CallOptions> options = CallOptionsOf(request);
-  if (!binary.ok() || !options.ok()) {
-    return respond(
-        ErrorResponse(!binary.ok() ? binary.status() : options.status()));
-  }
-  options->client_gone = std::move(client_gone);
-  client_.Call(method, *std::move(binary), *options,
+  if (!binary.ok()) return respond(ErrorResponse(binary.status()));
+  client_.Call(method, *std::move(binary), call,
                [this, method, respond = std::move(respond)](
                    ServiceClient::Answer answer) mutable {
                  absl::StatusOr<std::string> json =

@@ -10,10 +10,13 @@
 //
 // Handlers only translate: JSON to the service's own gRPC calls
 // (service_client.h) and the answers, or their Status codes, back
-// (api_errors.h). Before a body is read, the header is checked: the path
-// and method, the bearer token (with Options.bearer_tokens, the same
-// CheckBearerToken the service applies, so an unauthenticated client cannot
-// make the server read or parse a body), and `X-Request-Timeout`.
+// (api_errors.h). Before a body is read, the header is checked once
+// (Accept): the path and method, the bearer token (with
+// Options.bearer_tokens, the same CheckBearerToken the service applies to
+// gRPC calls, so an unauthenticated client cannot make the server read or
+// parse a body; the service calls made here carry its in-process key), and
+// `X-Request-Timeout`; what it decides travels with the request to its
+// body.
 //
 // Deadlines: `X-Request-Timeout` (seconds, "2.5", or a duration, "500ms")
 // or Options.default_timeout, from when the request is in; the service
@@ -45,6 +48,9 @@ class ApiHandler final : public Handler {
     // "Authorization: Bearer <t>" with `t` one of these (the service's
     // tokens, FavorService::Options::bearer_tokens).
     std::vector<std::string> bearer_tokens;
+    // The service's FavorService::in_process_key(), which its calls carry
+    // in place of the client's credential (checked here, once).
+    std::string in_process_key;
     // The deadline of a request without X-Request-Timeout.
     absl::Duration default_timeout = absl::Seconds(60);
     // Origins whose web pages may call the API (cors.h; checked by
@@ -64,28 +70,34 @@ class ApiHandler final : public Handler {
              absl::AnyInvocable<bool() const> serving,
              metrics::Metrics* metrics = nullptr);
 
-  std::optional<Response> CheckHeader(const RequestHeader& header) override;
-  void Handle(const Request& request, Responder respond,
-              std::shared_ptr<ClientGone> client_gone) override;
+  Admission Accept(const RequestHeader& header) override;
   Response Refuse(Status status, absl::string_view message) override;
+
+  // A request's target resolved to one of the routes above
+  // (api_handler.cc).
+  struct Route;
 
   // Implementation details follow.
  private:
-  // The two that compute: a client gone cancels its service call.
-  void Embeddings(const Request& request, Responder respond,
-                  std::shared_ptr<ClientGone> client_gone);
-  void Models(const Request& request, Responder respond);
+  class Admitted;  // One request its header admitted (api_handler.cc).
+
+  // The routes; the two that compute stop when the call's client_gone is
+  // signalled (the HTTP client went away).
+  void Embeddings(const Request& request,
+                  const ServiceClient::CallOptions& call, Responder respond);
+  void Models(const ServiceClient::CallOptions& call, Responder respond);
   // GET /v1/models/{model}: one model, or 404 model_not_found.
-  void OneModel(const std::string& model, const Request& request,
-                Responder respond);
+  void OneModel(const std::string& model,
+                const ServiceClient::CallOptions& call, Responder respond);
   void Health(Responder respond) const;
   void FavorMethod(const std::string& method, const Request& request,
-                   Responder respond, std::shared_ptr<ClientGone> client_gone);
-  // CheckHeader's checks, unrecorded.
-  std::optional<Response> Admit(const RequestHeader& header);
-  // The deadline and the key a service call carries.
-  absl::StatusOr<ServiceClient::CallOptions> CallOptionsOf(
-      const RequestHeader& header) const;
+                   const ServiceClient::CallOptions& call, Responder respond);
+  // Accept's checks of the header, unrecorded: a refusal, or nullopt with
+  // the request's `timeout` set.
+  std::optional<Response> Admit(const RequestHeader& header, const Route& route,
+                                absl::Duration* timeout) const;
+  // X-Request-Timeout, or Options::default_timeout.
+  absl::StatusOr<absl::Duration> TimeoutOf(const RequestHeader& header) const;
 
   // `respond`, recording the answer under `route` first.
   Responder Recorded(std::string route, Responder respond) const;

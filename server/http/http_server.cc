@@ -129,6 +129,27 @@ Response MakeResponse(Status status, absl::string_view content_type,
   return response;
 }
 
+namespace {
+
+class FunctionExchange final : public Exchange {
+ public:
+  explicit FunctionExchange(HandleFunction handle)
+      : handle_(std::move(handle)) {}
+  void Handle(const Request& request, Responder respond,
+              std::shared_ptr<ClientGone> client_gone) override {
+    handle_(request, std::move(respond), std::move(client_gone));
+  }
+
+ private:
+  HandleFunction handle_;
+};
+
+}  // namespace
+
+std::unique_ptr<Exchange> MakeExchange(HandleFunction handle) {
+  return std::make_unique<FunctionExchange>(std::move(handle));
+}
+
 Response Handler::Refuse(Status status, absl::string_view message) {
   return MakeResponse(status, "text/plain; charset=utf-8",
                       absl::StrCat(message, "\n"));

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
@@ -57,25 +58,38 @@ using Responder = absl::AnyInvocable<void(Response)>;
 Response MakeResponse(Status status, absl::string_view content_type,
                       std::string body);
 
+// What handles one request, made from its header (Handler::Accept): what
+// the header decided travels with it to the body.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+
+  // The whole request; it and the exchange stay valid until `respond` is
+  // called. `client_gone` is signalled if the connection closes before the
+  // answer is written (the client gave up), so that work done only for it
+  // can stop; `respond` must still be called.
+  virtual void Handle(const Request& request, Responder respond,
+                      std::shared_ptr<ClientGone> client_gone) = 0;
+};
+
+// An Exchange that calls `handle`, for handlers that check nothing in the
+// header.
+using HandleFunction = absl::AnyInvocable<void(const Request&, Responder,
+                                               std::shared_ptr<ClientGone>)>;
+std::unique_ptr<Exchange> MakeExchange(HandleFunction handle);
+
 // What the application does with requests; must be thread-safe (it is
 // called on every server thread) and outlive the server.
 class Handler {
  public:
+  // A response refuses the request without reading its body (the
+  // connection is closed after it); an exchange reads on and handles it.
+  using Admission = std::variant<Response, std::unique_ptr<Exchange>>;
+
   virtual ~Handler() = default;
 
-  // Called once a request's header is in, before its body is read. A
-  // response refuses the request without reading its body (the connection
-  // is closed after it); nullopt reads on.
-  virtual std::optional<Response> CheckHeader(const RequestHeader& header) {
-    return std::nullopt;
-  }
-
-  // The whole request, which stays valid until `respond` is called.
-  // `client_gone` is signalled if the connection closes before the answer
-  // is written (the client gave up), so that work done only for it can
-  // stop; `respond` must still be called.
-  virtual void Handle(const Request& request, Responder respond,
-                      std::shared_ptr<ClientGone> client_gone) = 0;
+  // Called once a request's header is in, before its body is read.
+  virtual Admission Accept(const RequestHeader& header) = 0;
 
   // The answer to a request the server refuses by itself (400 malformed,
   // 413 body too large, 431 header too large). Plain text by default.

@@ -25,9 +25,17 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Create(
   return server;
 }
 
-void MetricsServer::MetricsHandler::Handle(
-    const Request& request, Responder respond,
-    std::shared_ptr<ClientGone> /*client_gone: answered at once*/) {
+Handler::Admission MetricsServer::MetricsHandler::Accept(
+    const RequestHeader& /*header*/) {
+  return MakeExchange(
+      [this](const Request& request, Responder respond,
+             std::shared_ptr<ClientGone> /*client_gone: answered at once*/) {
+        Serve(request, std::move(respond));
+      });
+}
+
+void MetricsServer::MetricsHandler::Serve(const Request& request,
+                                          Responder respond) const {
   const boost::beast::string_view target = request.target();
   if (target != "/metrics" && !target.starts_with("/metrics?")) {
     respond(MakeResponse(Status::not_found, "text/plain", "not found\n"));

@@ -37,10 +37,11 @@ class MetricsServer {
    public:
     explicit MetricsHandler(const metrics::Metrics* metrics)
         : metrics_(metrics) {}
-    void Handle(const Request& request, Responder respond,
-                std::shared_ptr<ClientGone> client_gone) override;
+    Admission Accept(const RequestHeader& header) override;
 
    private:
+    void Serve(const Request& request, Responder respond) const;
+
     const metrics::Metrics* const metrics_;
   };
 

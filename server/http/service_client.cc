@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/service/bearer_auth.h"
 #include "server/service/status_mapping.h"
 
 namespace favor::http {
@@ -43,8 +44,11 @@ std::optional<int64_t> RetryHint(const grpc::ClientContext& context) {
 
 }  // namespace
 
-ServiceClient::ServiceClient(std::shared_ptr<grpc::Channel> channel)
-    : channel_(std::move(channel)), stub_(channel_) {}
+ServiceClient::ServiceClient(std::shared_ptr<grpc::Channel> channel,
+                             std::string in_process_key)
+    : channel_(std::move(channel)),
+      stub_(channel_),
+      in_process_key_(std::move(in_process_key)) {}
 
 void ServiceClient::Call(absl::string_view method, std::string request,
                          const CallOptions& options,
@@ -54,8 +58,9 @@ void ServiceClient::Call(absl::string_view method, std::string request,
   if (options.deadline != absl::InfiniteFuture()) {
     call->context.set_deadline(absl::ToChronoTime(options.deadline));
   }
-  if (!options.authorization.empty()) {
-    call->context.AddMetadata("authorization", options.authorization);
+  if (!in_process_key_.empty()) {
+    call->context.AddMetadata(std::string(service::kInProcessKeyMetadata),
+                              in_process_key_);
   }
   grpc::Slice slice(std::move(request));
   call->request = grpc::ByteBuffer(&slice, 1);

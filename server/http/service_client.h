@@ -1,10 +1,12 @@
 // How the HTTP front reaches the Favor service: the service's own gRPC
 // methods, called over a channel. In favor-server that channel is the gRPC
 // server's in-process channel, so an HTTP call takes the one path a gRPC
-// call takes (bearer tokens, draining, validation, tokenisation, batching,
-// deadlines, cancellation, metrics): nothing of the service is copied here.
+// call takes (draining, validation, tokenisation, batching, deadlines,
+// cancellation, metrics): nothing of the service is copied here.
 // The methods are called generically, by name and serialized message, so a
-// unary RPC added to favor.proto is reachable without an edit.
+// unary RPC added to favor.proto is reachable without an edit. The caller
+// has authenticated the request: each call carries the service's
+// in-process key (bearer_auth.h), never the client's credential.
 //
 // Calls are asynchronous: `done` runs on a gRPC thread when the answer is
 // in; no thread waits on a computation.
@@ -31,9 +33,6 @@ class ServiceClient {
   struct CallOptions {
     // Covers queue and compute, as a gRPC deadline does.
     absl::Time deadline = absl::InfiniteFuture();
-    // The HTTP Authorization header, passed on as the `authorization`
-    // metadata that the service checks; empty: none.
-    std::string authorization;
     // Set: the call is cancelled when it is signalled (the HTTP client
     // went away), as a gRPC client's cancellation would; it is then
     // answered CANCELLED unless it was already done.
@@ -48,8 +47,10 @@ class ServiceClient {
   };
 
   // `channel` reaches a server of favor.v1.Favor and must outlive nothing:
-  // the client holds it.
-  explicit ServiceClient(std::shared_ptr<grpc::Channel> channel);
+  // the client holds it. `in_process_key` is that service's
+  // (FavorService::in_process_key()); empty: none is sent.
+  ServiceClient(std::shared_ptr<grpc::Channel> channel,
+                std::string in_process_key);
 
   // Calls favor.v1.Favor's unary `method` ("Embed") with the serialized
   // `request`; `done` runs exactly once, on a gRPC thread.
@@ -59,6 +60,7 @@ class ServiceClient {
  private:
   std::shared_ptr<grpc::Channel> channel_;
   grpc::GenericStub stub_;
+  const std::string in_process_key_;
 };
 
 }  // namespace favor::http

@@ -14,9 +14,9 @@
 // means the client closed the connection without waiting for the answer,
 // and the request's ClientGone is signalled. Bytes that arrive instead (a
 // pipelined request, a TLS record) are left for the next read, and the
-// session stops watching. A client that only shuts its sending side down looks the same
-// as one that left (RFC 9112 9.6: a server cannot tell them apart), as it
-// does to nginx.
+// session stops watching. A client that only shuts its sending side down looks
+// the same as one that left (RFC 9112 9.6: a server cannot tell them apart), as
+// it does to nginx.
 #ifndef FAVOR_SERVER_HTTP_SESSION_H_
 #define FAVOR_SERVER_HTTP_SESSION_H_
 
@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -109,6 +110,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   beast::flat_buffer buffer_;
   std::optional<beast::http::request_parser<GrowingStringBody>> parser_;
   Request request_;
+  // What the handler made of request_'s header; handles its body.
+  std::unique_ptr<Exchange> exchange_;
   Response response_;
   beast::http::response<beast::http::empty_body> continue_;
   // The request being answered is a HEAD: handled as a GET, answered
@@ -175,20 +178,24 @@ void Session<Stream>::OnHeader(beast::error_code error) {
     return Write(core_->handler->Refuse(
                      Status::bad_request,
                      absl::StrCat("an HTTP/1.1 request has one Host header, "
-                                  "not ", hosts)),
+                                  "not ",
+                                  hosts)),
                  false);
   }
   const auto coding = header.find(beast::http::field::transfer_encoding);
   if (coding != header.end() && !beast::iequals(coding->value(), "chunked")) {
-    return Write(core_->handler->Refuse(
-                     Status::not_implemented,
-                     absl::StrCat("Transfer-Encoding '",
-                                  std::string(coding->value()),
-                                  "' is not supported (only chunked)")),
-                 false);
+    return Write(
+        core_->handler->Refuse(
+            Status::not_implemented,
+            absl::StrCat("Transfer-Encoding '", std::string(coding->value()),
+                         "' is not supported (only chunked)")),
+        false);
   }
-  std::optional<Response> refusal = core_->handler->CheckHeader(header);
-  if (refusal.has_value()) return Write(std::move(*refusal), false);
+  Handler::Admission admission = core_->handler->Accept(header);
+  if (auto* refusal = std::get_if<Response>(&admission)) {
+    return Write(std::move(*refusal), false);
+  }
+  exchange_ = std::get<std::unique_ptr<Exchange>>(std::move(admission));
   if (beast::iequals(header[beast::http::field::expect], "100-continue")) {
     continue_ = {beast::http::status::continue_, parser_->get().version()};
     beast::http::async_write(
@@ -259,7 +266,7 @@ void Session<Stream>::Dispatch() {
   };
   auto pending = std::make_shared<PendingAnswer>(std::move(deliver));
   client_gone_ = std::make_shared<ClientGone>();
-  core_->handler->Handle(
+  exchange_->Handle(
       request_,
       [pending](Response response) { pending->Answer(std::move(response)); },
       client_gone_);
@@ -276,12 +283,11 @@ void Session<Stream>::WatchForClientGone() {
   watching_ = true;
   Tcp().socket().async_receive(
       boost::asio::buffer(peeked_), boost::asio::ip::tcp::socket::message_peek,
-      boost::asio::bind_executor(
-          stream_.get_executor(),
-          [self = this->shared_from_this()](beast::error_code error,
-                                            size_t bytes) {
-            self->OnReadableWhileAnswering(error, bytes);
-          }));
+      boost::asio::bind_executor(stream_.get_executor(),
+                                 [self = this->shared_from_this()](
+                                     beast::error_code error, size_t bytes) {
+                                   self->OnReadableWhileAnswering(error, bytes);
+                                 }));
 }
 
 template <class Stream>
@@ -292,7 +298,7 @@ void Session<Stream>::OnReadableWhileAnswering(beast::error_code error,
   if (client_gone_ == nullptr) return;
   if (error == boost::asio::error::operation_aborted) return;
   if (!error && bytes > 0) return;  // bytes, not the end: stop watching
-  client_gone_->Signal();  // the end of the stream, or a reset
+  client_gone_->Signal();           // the end of the stream, or a reset
 }
 
 template <class Stream>
@@ -335,6 +341,7 @@ void Session<Stream>::Write(Response response, bool keep_alive) {
 template <class Stream>
 void Session<Stream>::OnWrite(beast::error_code error, bool keep_alive) {
   request_ = {};
+  exchange_.reset();
   response_ = {};
   if (error) return Close();
   if (!keep_alive) return Linger();

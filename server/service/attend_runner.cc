@@ -76,22 +76,22 @@ absl::StatusOr<std::unique_ptr<AttendRunner>> AttendRunner::Create(
   return std::unique_ptr<AttendRunner>(new AttendRunner(clock, device));
 }
 
-absl::Status AttendRunner::RunBatch(int worker_index, batching::Batch* batch) {
-  for (auto& request : batch->requests) {
+absl::Status AttendRunner::RunJobs(
+    int /*worker_index*/, absl::Span<batching::Job<AttendWork>* const> jobs) {
+  for (batching::Job<AttendWork>* job : jobs) {
     const absl::Time start = clock_->Now();
-    auto* work = static_cast<AttendWork*>(request->payload.get());
-    work->queue_time = start - request->enqueue_time;
+    AttendWork& work = job->work();
+    work.queue_time = start - job->enqueue_time;
     absl::Status status;
     try {
-      status = ComputeAttend(work->plan, *work->request, device_,
-                             work->response);
+      status = ComputeAttend(work.plan, *work.request, device_, work.response);
     } catch (const std::exception& e) {
       status =
           absl::InternalError(absl::StrCat("attention failed: ", e.what()));
     }
     if (absl::IsInternal(status)) LOG(ERROR) << "Attend failed: " << status;
-    work->compute_time = clock_->Now() - start;
-    request->Complete(status);
+    work.compute_time = clock_->Now() - start;
+    job->Complete(status);
   }
   return absl::OkStatus();
 }

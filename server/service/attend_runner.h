@@ -1,4 +1,4 @@
-// The ModelRunner of the Attend path: the Attend batcher (one request per
+// The runner of the Attend path: the Attend batcher (one request per
 // batch, so its queue, deadlines, cancellation and drain are the same as
 // Embed's) hands each AttendRequest to the attention library. The request
 // and response protos are read and written in place (the call keeps them
@@ -16,14 +16,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "favor/v1/favor.pb.h"
 #include "server/batching/clock.h"
-#include "server/batching/model_runner.h"
+#include "server/batching/job.h"
 #include "server/service/attend_validation.h"
 
 namespace favor::service {
 
-// The payload of one Attend call's batching::Request.
+// The work of one Attend call's batching::Job.
 struct AttendWork {
   const v1::AttendRequest* request = nullptr;  // validated
   AttendPlan plan;
@@ -42,7 +43,7 @@ absl::Status ComputeAttend(const AttendPlan& plan,
                            absl::string_view device,
                            v1::AttendResponse* response);
 
-class AttendRunner final : public batching::ModelRunner {
+class AttendRunner final : public batching::JobRunner<AttendWork> {
  public:
   // Runs every Attend call on `device` (the models' device, --device);
   // INVALID_ARGUMENT when attention::ParseDevice refuses it. `clock` must
@@ -50,7 +51,9 @@ class AttendRunner final : public batching::ModelRunner {
   static absl::StatusOr<std::unique_ptr<AttendRunner>> Create(
       batching::Clock* clock, const std::string& device);
 
-  absl::Status RunBatch(int worker_index, batching::Batch* batch) override;
+  absl::Status RunJobs(
+      int worker_index,
+      absl::Span<batching::Job<AttendWork>* const> jobs) override;
 
  private:
   AttendRunner(batching::Clock* clock, const std::string& device)

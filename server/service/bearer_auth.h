@@ -3,11 +3,11 @@
 // With tokens configured (FavorService::Options::bearer_tokens), every Favor
 // RPC must carry the metadata `authorization: Bearer <token>` with one of
 // them, else FavorService answers it UNAUTHENTICATED before anything else
-// runs. The check sits in the service's one entry path, so an RPC added
-// later is covered without another edit. Other services registered on the
-// same server (grpc.health.v1.Health, reflection) stay open, so that probes
-// need no token. Tokens are compared in constant time and never logged or
-// echoed.
+// runs (calls from within the process excepted: AuthenticateCall). The check
+// sits in the service's one entry path, so an RPC added later is covered
+// without another edit. Other services registered on the same server
+// (grpc.health.v1.Health, reflection) stay open, so that probes need no token.
+// Tokens are compared in constant time and never logged or echoed.
 #ifndef FAVOR_SERVER_SERVICE_BEARER_AUTH_H_
 #define FAVOR_SERVER_SERVICE_BEARER_AUTH_H_
 
@@ -35,10 +35,24 @@ absl::StatusOr<std::vector<std::string>> ReadBearerTokens(
 absl::Status CheckBearerToken(absl::string_view authorization,
                               const std::vector<std::string>& tokens);
 
-// OK when `tokens` is empty (no authentication) or `context` carries
-// "authorization: Bearer <t>" with `t` one of `tokens`; else UNAUTHENTICATED.
+// The metadata by which a call from within the process (the HTTP front's,
+// over the server's in-process channel) shows the service's in-process key:
+// that front has checked the request's bearer token at its own edge, before
+// reading its body, so each call's token is checked once, where it arrives.
+inline constexpr absl::string_view kInProcessKeyMetadata =
+    "x-favor-in-process-key";
+
+// A new in-process key: 128 random bits, in hex. It never leaves the
+// process.
+std::string NewInProcessKey();
+
+// OK when `tokens` is empty (no authentication), when `context` carries
+// kInProcessKeyMetadata equal to `in_process_key`, or when it carries
+// "authorization: Bearer <t>" with `t` one of `tokens`; else
+// UNAUTHENTICATED.
 absl::Status AuthenticateCall(const grpc::CallbackServerContext& context,
-                              const std::vector<std::string>& tokens);
+                              const std::vector<std::string>& tokens,
+                              absl::string_view in_process_key);
 
 // An EmbedStream reactor answered with `status` before any message is read.
 grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*

@@ -79,19 +79,20 @@ absl::Status EmbedRunner::RunGroup(const Group& group) const {
   return absl::OkStatus();
 }
 
-absl::Status EmbedRunner::RunBatch(int worker_index, batching::Batch* batch) {
+absl::Status EmbedRunner::RunJobs(
+    int /*worker_index*/, absl::Span<batching::Job<EmbedWork>* const> jobs) {
   const absl::Time start = clock_->Now();
   // One pass per pooling: it returns the token vectors as well when any of
   // its requests wants them, and each request takes what it asked for.
   std::map<int, Group> groups;
-  for (auto& request : batch->requests) {
-    auto* work = static_cast<EmbedWork*>(request->payload.get());
-    work->queue_time = start - request->enqueue_time;
-    Group& group = groups[static_cast<int>(work->pooling)];
-    group.pooling = work->pooling;
-    group.token_vectors = group.token_vectors || WantsTokenVectors(*work);
-    group.works.push_back(work);
-    group.requests.push_back(request.get());
+  for (batching::Job<EmbedWork>* job : jobs) {
+    EmbedWork& work = job->work();
+    work.queue_time = start - job->enqueue_time;
+    Group& group = groups[static_cast<int>(work.pooling)];
+    group.pooling = work.pooling;
+    group.token_vectors = group.token_vectors || WantsTokenVectors(work);
+    group.works.push_back(&work);
+    group.requests.push_back(job);
   }
   for (auto& [key, group] : groups) {
     absl::Status status;
@@ -110,9 +111,8 @@ absl::Status EmbedRunner::RunBatch(int worker_index, batching::Batch* batch) {
     }
   }
   const absl::Duration compute_time = clock_->Now() - start;
-  for (auto& request : batch->requests) {
-    static_cast<EmbedWork*>(request->payload.get())->compute_time =
-        compute_time;
+  for (batching::Job<EmbedWork>* job : jobs) {
+    job->work().compute_time = compute_time;
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,6 @@
-// The ModelRunner of one model's Batcher: packs the batch's sequences into
-// one token list plus offsets, calls Model::Embed, and writes each request's
-// rows back into its payload (EmbedWork). Requests in one batch may ask for
+// The runner of one model's Batcher: packs the batch's sequences into one
+// token list plus offsets, calls Model::Embed, and writes each job's rows
+// back into its work (EmbedWork). Requests in one batch may ask for
 // different poolings; each distinct pooling is one Embed call (normally
 // there is one), which also returns the token vectors (for token embeddings
 // or late-chunking spans) from the same pass when any of its requests wants
@@ -19,15 +19,16 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "server/batching/clock.h"
-#include "server/batching/model_runner.h"
+#include "server/batching/job.h"
 #include "server/model/model.h"
 #include "server/service/token_range.h"
 
 namespace favor::service {
 
-// The payload of one batching::Request: one input of an Embed call, or one
-// window of a TRUNCATION_CHUNK input.
+// The work of one batching::Job: one input of an Embed call, or one window
+// of a TRUNCATION_CHUNK input.
 struct EmbedWork {
   // Input, set by the service.
   std::vector<int32_t> token_ids;
@@ -46,12 +47,14 @@ struct EmbedWork {
   absl::Duration compute_time;    // its batch's computation
 };
 
-class EmbedRunner final : public batching::ModelRunner {
+class EmbedRunner final : public batching::JobRunner<EmbedWork> {
  public:
   // `model` and `clock` must outlive the runner.
   EmbedRunner(const model::Model* model, batching::Clock* clock);
 
-  absl::Status RunBatch(int worker_index, batching::Batch* batch) override;
+  absl::Status RunJobs(
+      int worker_index,
+      absl::Span<batching::Job<EmbedWork>* const> jobs) override;
 
   // Implementation details follow.
  private:

@@ -7,12 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/batching/job.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
-#include "server/model/memory_estimate.h"
 #include "server/service/bearer_auth.h"
-#include "server/service/chunk_gather.h"
-#include "server/service/embed_gather.h"
 #include "server/service/model_info.h"
 #include "server/service/server_timing.h"
 #include "server/service/tokenize_texts.h"
@@ -31,37 +29,13 @@ absl::Status ShuttingDownError() {
 // cannot keep a retired revision alive.
 std::shared_ptr<batching::Batcher> BatcherOf(
     const ModelRegistry::Lease& entry) {
-  return std::shared_ptr<batching::Batcher>(entry, entry->batcher.get());
+  return std::shared_ptr<batching::Batcher>(entry,
+                                            entry->batcher->batcher().get());
 }
 
 batching::Priority PriorityOf(v1::Priority priority) {
   return priority == v1::PRIORITY_HIGH ? batching::Priority::kHigh
                                        : batching::Priority::kNormal;
-}
-
-// A call whose inputs (windows, with TRUNCATION_CHUNK) outnumber, or whose
-// tokens outweigh, the whole queue could only ever fill it with its own
-// inputs and be refused: RESOURCE_EXHAUSTED without a retry hint (HTTP
-// 413), not a hint that sends clients back to be refused forever (found by
-// an outside audit).
-absl::Status CheckCallFitsTheQueue(const std::vector<PreparedInput>& inputs,
-                                   const batching::Batcher::Options& queue) {
-  int64_t requests = 0;
-  int64_t tokens = 0;
-  for (const PreparedInput& input : inputs) {
-    requests += std::max<int64_t>(input.num_windows(), 1);
-    tokens += static_cast<int64_t>(input.token_ids.size());
-  }
-  if (requests <= queue.max_queue_requests &&
-      tokens <= queue.max_queue_tokens) {
-    return absl::OkStatus();
-  }
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "the call's ", requests, " inputs (windows counted) of ", tokens,
-      " tokens can never be queued together for model '", queue.model_name,
-      "' (max_queue_requests=", queue.max_queue_requests,
-      ", max_queue_tokens=", queue.max_queue_tokens,
-      "): send fewer or shorter inputs per call"));
 }
 
 }  // namespace
@@ -82,14 +56,15 @@ FavorService::FavorService(const Options& options, metrics::Metrics* metrics,
                            batching::Clock* clock)
     : options_(options),
       metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
-      clock_(clock != nullptr ? clock : batching::RealClock::Get()) {}
+      clock_(clock != nullptr ? clock : batching::RealClock::Get()),
+      in_process_key_(NewInProcessKey()) {}
 
 absl::Status FavorService::StartAttendBatcher() {
   ASSIGN_OR_RETURN(attend_runner_,
                    AttendRunner::Create(clock_, options_.attend_device));
   ASSIGN_OR_RETURN(attend_batcher_,
-                   batching::Batcher::Create(options_.attend_batching,
-                                             attend_runner_.get(), clock_));
+                   batching::JobBatcher<AttendWork>::Create(
+                       options_.attend_batching, attend_runner_.get(), clock_));
   return absl::OkStatus();
 }
 
@@ -116,7 +91,7 @@ void FavorService::Shutdown(absl::Duration drain_timeout) {
     batcher->Shutdown(std::max(deadline - clock_->Now(), absl::ZeroDuration()));
   }
   if (attend_batcher_ != nullptr) {
-    attend_batcher_->Shutdown(
+    attend_batcher_->batcher()->Shutdown(
         std::max(deadline - clock_->Now(), absl::ZeroDuration()));
   }
   // Every message a stream has read is answered by now: streams that the
@@ -142,7 +117,8 @@ grpc::ServerUnaryReactor* FavorService::StartUnary(
     grpc::CallbackServerContext* context, absl::string_view method,
     Start start) {
   auto* call = new UnaryCall(context, metrics_, method, &open_calls_);
-  absl::Status status = AuthenticateCall(*context, options_.bearer_tokens);
+  absl::Status status =
+      AuthenticateCall(*context, options_.bearer_tokens, in_process_key_);
   if (status.ok() && !call->accepted()) status = ShuttingDownError();
   if (status.ok()) status = start(call);
   if (!status.ok()) call->Answer(status);
@@ -177,16 +153,17 @@ absl::Status FavorService::StartEmbed(
   RETURN_IF_ERROR(CheckEmbedRequest(request, model, prepared.options,
                                     prepared.entry->limits));
   prepared.priority = PriorityOf(request.priority());
-  const int64_t answer_bytes_bound = AnswerBytesBound(
+  prepared.answer_bytes_bound = AnswerBytesBound(
       request, model, prepared.options, prepared.entry->limits);
   if (!HasText(request)) {
     RETURN_IF_ERROR(PrepareEmbed(request, &prepared, response));
-    on_model(model.name, BatcherOf(prepared.entry), answer_bytes_bound);
+    on_model(model.name, BatcherOf(prepared.entry),
+             prepared.answer_bytes_bound);
     EnqueueEmbed(std::move(prepared), deadline, std::move(cancellation),
-                 std::move(done), response);
+                 std::move(done), response, metrics_);
     return absl::OkStatus();
   }
-  on_model(model.name, BatcherOf(prepared.entry), answer_bytes_bound);
+  on_model(model.name, BatcherOf(prepared.entry), prepared.answer_bytes_bound);
   // The task owns a copy: a stream's request is its read buffer, reused as
   // soon as this returns.
   auto task = [this, owned = std::make_shared<v1::EmbedRequest>(request),
@@ -206,22 +183,7 @@ absl::Status FavorService::PrepareEmbed(const v1::EmbedRequest& request,
       prepared->inputs,
       PrepareEmbedInputs(request, prepared->options, prepared->entry->limits,
                          model.tokenizer.get()));
-  std::vector<int64_t> tokens_per_input;
-  tokens_per_input.reserve(prepared->inputs.size());
-  for (const PreparedInput& input : prepared->inputs) {
-    tokens_per_input.push_back(static_cast<int64_t>(input.token_ids.size()));
-  }
-  const int64_t answer_bytes =
-      AnswerBytesBound(request, model, prepared->options,
-                       prepared->entry->limits, tokens_per_input);
-  if (answer_bytes > options_.max_answer_message_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the answer would take up to ", answer_bytes, " bytes, over the ",
-        options_.max_answer_message_bytes,
-        " a message may have (--max_message_bytes): ask for fewer tokens a "
-        "call, token embeddings in bfloat16 or float16, or spans instead of "
-        "token embeddings"));
-  }
+  RETURN_IF_ERROR(CheckAnswerFitsAMessage(request, *prepared));
   response->set_model(model.name);
   response->set_model_version(model.config.version);
   response->set_model_revision(prepared->entry->revision);
@@ -235,6 +197,33 @@ absl::Status FavorService::PrepareEmbed(const v1::EmbedRequest& request,
   }
   response->set_num_tokens(num_tokens);
   return absl::OkStatus();
+}
+
+absl::Status FavorService::CheckAnswerFitsAMessage(
+    const v1::EmbedRequest& request, const PreparedEmbed& prepared) const {
+  // The bound from before tokenising settles it unless it is over the limit:
+  // then the tokens the inputs really have do (a text's bound from its bytes
+  // would refuse valid calls).
+  if (prepared.answer_bytes_bound <= options_.max_answer_message_bytes) {
+    return absl::OkStatus();
+  }
+  std::vector<int64_t> tokens_per_input;
+  tokens_per_input.reserve(prepared.inputs.size());
+  for (const PreparedInput& input : prepared.inputs) {
+    tokens_per_input.push_back(static_cast<int64_t>(input.token_ids.size()));
+  }
+  const int64_t answer_bytes = AnswerBytesBound(
+      request, prepared.entry->model->description(), prepared.options,
+      prepared.entry->limits, tokens_per_input);
+  if (answer_bytes <= options_.max_answer_message_bytes) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the answer would take up to ", answer_bytes, " bytes, over the ",
+      options_.max_answer_message_bytes,
+      " a message may have (--max_message_bytes): ask for fewer tokens a "
+      "call, token embeddings in bfloat16 or float16, or spans instead of "
+      "token embeddings"));
 }
 
 void FavorService::RunTextEmbed(
@@ -255,102 +244,7 @@ void FavorService::RunTextEmbed(
     return;
   }
   EnqueueEmbed(std::move(prepared), deadline, std::move(cancellation),
-               std::move(done), response);
-}
-
-bool FavorService::EnqueueWork(
-    const Lease& entry, const PreparedEmbed& prepared,
-    std::shared_ptr<EmbedWork> work, absl::Time deadline,
-    const std::shared_ptr<batching::CancellationFlag>& cancellation,
-    absl::AnyInvocable<void(const EmbedWork&, absl::Status)> on_done) {
-  work->pooling = prepared.options.pooling;
-  work->include_token_embeddings = prepared.options.include_token_embeddings;
-  // The request holds `entry` until it is answered, so that a reload frees
-  // this version of the model only after the calls it accepted.
-  auto request = std::make_unique<batching::Request>(
-      [entry, work, on_done = std::move(on_done)](absl::Status status) mutable {
-        on_done(*work, status);
-      });
-  request->num_tokens = static_cast<int64_t>(work->token_ids.size());
-  request->memory_bytes = model::EstimateInputMemoryBytes(
-      entry->model->description().memory, request->num_tokens,
-      work->include_token_embeddings || !work->spans.empty() ||
-          work->pooling == model::Pooling::kNone);
-  request->priority = prepared.priority;
-  request->deadline = deadline;
-  request->cancellation = cancellation;
-  request->payload = work;
-  metrics_->RecordInputLength(entry->model->name(), request->num_tokens);
-  return entry->batcher->Enqueue(std::move(request)).ok();
-}
-
-bool FavorService::EnqueueInput(
-    const Lease& entry, const PreparedEmbed& prepared, PreparedInput input,
-    const std::shared_ptr<EmbedGather>& gather, int index, absl::Time deadline,
-    const std::shared_ptr<batching::CancellationFlag>& cancellation) {
-  auto work = std::make_shared<EmbedWork>();
-  work->token_ids = std::move(input.token_ids);
-  work->spans = std::move(input.spans);
-  return EnqueueWork(
-      entry, prepared, std::move(work), deadline, cancellation,
-      [gather, index](const EmbedWork& done, absl::Status status) {
-        gather->InputDone(index, done, status);
-      });
-}
-
-bool FavorService::EnqueueWindows(
-    const Lease& entry, const PreparedEmbed& prepared,
-    const PreparedInput& input, const std::shared_ptr<EmbedGather>& gather,
-    int index, absl::Time deadline,
-    const std::shared_ptr<batching::CancellationFlag>& cancellation) {
-  const int num_windows = static_cast<int>(input.num_windows());
-  std::vector<int64_t> sizes(num_windows);
-  for (int w = 0; w < num_windows; ++w) {
-    sizes[w] = input.window_offsets[w + 1] - input.window_offsets[w];
-  }
-  auto chunks = std::make_shared<ChunkGather>(gather, index, std::move(sizes));
-  for (int w = 0; w < num_windows; ++w) {
-    auto work = std::make_shared<EmbedWork>();
-    work->token_ids.assign(
-        input.token_ids.begin() + input.window_offsets[w],
-        input.token_ids.begin() + input.window_offsets[w + 1]);
-    if (!EnqueueWork(entry, prepared, std::move(work), deadline, cancellation,
-                     [chunks, w](const EmbedWork& done, absl::Status status) {
-                       chunks->WindowDone(w, done, status);
-                     })) {
-      chunks->Release(num_windows - w - 1);
-      return false;
-    }
-  }
-  return true;
-}
-
-void FavorService::EnqueueEmbed(
-    PreparedEmbed prepared, absl::Time deadline,
-    std::shared_ptr<batching::CancellationFlag> cancellation,
-    absl::AnyInvocable<void(absl::Status)> done, v1::EmbedResponse* response) {
-  const Lease entry = prepared.entry;
-  const int num_inputs = static_cast<int>(prepared.inputs.size());
-  absl::Status fits = CheckCallFitsTheQueue(prepared.inputs,
-                                            entry->batcher->options());
-  if (!fits.ok()) return done(std::move(fits));
-  auto gather = std::make_shared<EmbedGather>(
-      std::move(done), cancellation, entry->batcher.get(), response, num_inputs,
-      prepared.options, entry->model->description().embedding_dim);
-  // An idle worker takes the call's inputs together, not those queued so far.
-  const batching::Batcher::EnqueueGroup group(entry->batcher.get());
-  for (int i = 0; i < num_inputs; ++i) {
-    PreparedInput& input = prepared.inputs[i];
-    const bool enqueued = input.window_offsets.empty()
-                              ? EnqueueInput(entry, prepared, std::move(input),
-                                             gather, i, deadline, cancellation)
-                              : EnqueueWindows(entry, prepared, input, gather,
-                                               i, deadline, cancellation);
-    if (!enqueued) {
-      gather->Release(num_inputs - i - 1);
-      break;
-    }
-  }
+               std::move(done), response, metrics_);
 }
 
 grpc::ServerUnaryReactor* FavorService::Attend(
@@ -369,22 +263,21 @@ absl::Status FavorService::StartAttend(UnaryCall* call,
                    ValidateAttendRequest(request, options_.attend_limits));
   work->request = &request;
   work->response = response;
-  auto queued =
-      std::make_unique<batching::Request>([call, work](absl::Status status) {
+  auto job = std::make_unique<batching::Job<AttendWork>>(
+      work, [call, work](absl::Status status) {
         if (status.ok()) {
           MergeServerTiming(work->queue_time, work->compute_time,
                             work->response->mutable_timing());
         }
         call->Answer(status);
       });
-  queued->num_tokens = std::max<int64_t>(1, work->plan.cost_tokens);
-  queued->priority = PriorityOf(request.priority());
-  queued->deadline = call->deadline();
-  queued->cancellation = call->cancellation();
-  queued->payload = work;
-  call->WatchBatcher(attend_batcher_);
+  job->num_tokens = std::max<int64_t>(1, work->plan.cost_tokens);
+  job->priority = PriorityOf(request.priority());
+  job->deadline = call->deadline();
+  job->cancellation = call->cancellation();
+  call->WatchBatcher(attend_batcher_->batcher());
   // Whatever Enqueue returns, the done callback has answered or will answer.
-  attend_batcher_->Enqueue(std::move(queued)).IgnoreError();
+  attend_batcher_->Enqueue(std::move(job)).IgnoreError();
   return absl::OkStatus();
 }
 
@@ -438,25 +331,24 @@ absl::Status FavorService::StartTokenize(UnaryCall* call,
   response->set_model(model.name);
   // The request and response live until the call is answered; the task
   // holds the revision (and so `model`) until then.
-  return tokenizer_pool_->Schedule(
-      [this, call, &request, &model, response, entry = std::move(entry)] {
-        if (call->cancellation()->cancelled()) {
-          call->Answer(absl::CancelledError("the call was cancelled"));
-          return;
-        }
-        const absl::Time start = absl::Now();
-        const absl::Status status =
-            TokenizeTexts(request, *model.tokenizer,
-                          entry->limits.max_tokens_per_call, response);
-        metrics_->RecordTokenization(model.name, absl::Now() - start);
-        call->Answer(status);
-      });
+  return tokenizer_pool_->Schedule([this, call, &request, &model, response,
+                                    entry = std::move(entry)] {
+    if (call->cancellation()->cancelled()) {
+      call->Answer(absl::CancelledError("the call was cancelled"));
+      return;
+    }
+    const absl::Time start = absl::Now();
+    const absl::Status status = TokenizeTexts(
+        request, *model.tokenizer, entry->limits.max_tokens_per_call, response);
+    metrics_->RecordTokenization(model.name, absl::Now() - start);
+    call->Answer(status);
+  });
 }
 
 grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
 FavorService::EmbedStream(grpc::CallbackServerContext* context) {
   const absl::Status status =
-      AuthenticateCall(*context, options_.bearer_tokens);
+      AuthenticateCall(*context, options_.bearer_tokens, in_process_key_);
   if (!status.ok()) return DeniedEmbedStream(status);
   StreamLimits limits;
   limits.max_messages_in_flight = options_.max_stream_messages_in_flight;

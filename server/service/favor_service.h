@@ -9,7 +9,7 @@
 // call. The call is answered when all of its inputs are (embed_gather.h);
 // the first failure answers it and drops its other inputs. A call with text
 // is checked in the handler, then tokenised on the tokenizer threads
-// (task_pool.h, text_input.h), never in a gRPC reactor nor on a batch
+// (task_pool.h, embed_inputs.h), never in a gRPC reactor nor on a batch
 // worker; those threads enqueue its inputs. EmbedStream: a reactor of its
 // own (embed_stream_call.h) that starts each message through the same
 // StartEmbed. Tokenize: on the tokenizer threads too (tokenize_texts.h).
@@ -55,7 +55,7 @@
 #include "server/model/model.h"
 #include "server/service/attend_runner.h"
 #include "server/service/attend_validation.h"
-#include "server/service/embed_gather.h"
+#include "server/service/embed_call.h"
 #include "server/service/embed_inputs.h"
 #include "server/service/embed_runner.h"
 #include "server/service/embed_stream_call.h"
@@ -190,6 +190,11 @@ class FavorService final : public v1::Favor::CallbackService,
 
   const std::string& default_model() const { return default_model_; }
 
+  // What a caller within the process (the HTTP front, over the gRPC
+  // server's in-process channel) sends as kInProcessKeyMetadata
+  // (bearer_auth.h) to show that it has authenticated the request itself.
+  const std::string& in_process_key() const { return in_process_key_; }
+
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
                                   const v1::EmbedRequest* request,
                                   v1::EmbedResponse* response) override;
@@ -242,50 +247,22 @@ class FavorService final : public v1::Favor::CallbackService,
       OnModel on_model, absl::AnyInvocable<void(absl::Status)> done,
       v1::EmbedResponse* response) override;
 
-  // An Embed call checked and resolved, ready for EnqueueEmbed.
-  struct PreparedEmbed {
-    Lease entry;
-    std::vector<PreparedInput> inputs;
-    ResolvedEmbedOptions options;
-    batching::Priority priority = batching::Priority::kNormal;
-  };
-  // StartEmbed's two halves after the checks: the inputs made from
+  // StartEmbed's second half, after the checks: the inputs made from
   // `request` (tokenised when it has text) and the parts of `response`
   // known before computing (model, token counts).
   absl::Status PrepareEmbed(const v1::EmbedRequest& request,
                             PreparedEmbed* prepared,
                             v1::EmbedResponse* response);
+  // RESOURCE_EXHAUSTED when `prepared`'s answer could exceed the largest
+  // message gRPC may send (Options::max_answer_message_bytes).
+  absl::Status CheckAnswerFitsAMessage(const v1::EmbedRequest& request,
+                                       const PreparedEmbed& prepared) const;
   // Tokenises and enqueues a call with text, on a tokenizer thread.
   void RunTextEmbed(const v1::EmbedRequest& request, PreparedEmbed prepared,
                     absl::Time deadline,
                     std::shared_ptr<batching::CancellationFlag> cancellation,
                     absl::AnyInvocable<void(absl::Status)> done,
                     v1::EmbedResponse* response);
-  // StartEmbed's queueing half (see there).
-  void EnqueueEmbed(PreparedEmbed prepared, absl::Time deadline,
-                    std::shared_ptr<batching::CancellationFlag> cancellation,
-                    absl::AnyInvocable<void(absl::Status)> done,
-                    v1::EmbedResponse* response);
-  // Enqueue one input, or a TRUNCATION_CHUNK input's windows (ChunkGather
-  // pools them); false when the batcher refused one, whose answer then
-  // reached `gather`.
-  bool EnqueueInput(
-      const Lease& entry, const PreparedEmbed& prepared, PreparedInput input,
-      const std::shared_ptr<EmbedGather>& gather, int index,
-      absl::Time deadline,
-      const std::shared_ptr<batching::CancellationFlag>& cancellation);
-  bool EnqueueWindows(
-      const Lease& entry, const PreparedEmbed& prepared,
-      const PreparedInput& input, const std::shared_ptr<EmbedGather>& gather,
-      int index, absl::Time deadline,
-      const std::shared_ptr<batching::CancellationFlag>& cancellation);
-  // Enqueues one input's (or window's) work; false when the batcher refused
-  // it (and so answered `on_done`).
-  bool EnqueueWork(
-      const Lease& entry, const PreparedEmbed& prepared,
-      std::shared_ptr<EmbedWork> work, absl::Time deadline,
-      const std::shared_ptr<batching::CancellationFlag>& cancellation,
-      absl::AnyInvocable<void(const EmbedWork&, absl::Status)> on_done);
   absl::Status StartAttend(UnaryCall* call, const v1::AttendRequest& request,
                            v1::AttendResponse* response);
   absl::Status StartTokenize(UnaryCall* call,
@@ -297,11 +274,11 @@ class FavorService final : public v1::Favor::CallbackService,
   batching::Clock* const clock_;
   // Counts the calls accepted and switches acceptance off (draining).
   OpenCalls open_calls_;
+  const std::string in_process_key_;
   std::string default_model_;
   ModelRegistry registry_;
   std::unique_ptr<AttendRunner> attend_runner_;
-  // Shared so that calls can watch it weakly, as they do the models' ones.
-  std::shared_ptr<batching::Batcher> attend_batcher_;
+  std::unique_ptr<batching::JobBatcher<AttendWork>> attend_batcher_;
   // Last: shut down, and destroyed, before the batchers its tasks enqueue
   // into.
   std::unique_ptr<TaskPool> tokenizer_pool_;

@@ -77,12 +77,12 @@ absl::StatusOr<std::unique_ptr<ServingModel>> FavorService::NewServingModel(
   batching.model_name = model->name();
   batching.batch_memory_overhead_bytes =
       model::EstimateBatchOverheadBytes(model->description().memory);
-  ASSIGN_OR_RETURN(entry->batcher,
-                   batching::Batcher::Create(batching, entry->runner.get(),
-                                             clock_, entry->observer.get()));
-  entry->info =
-      DescribeModel(model->description(), entry->limits,
-                    entry->batcher->options(), entry->name == default_model_);
+  ASSIGN_OR_RETURN(entry->batcher, batching::JobBatcher<EmbedWork>::Create(
+                                       batching, entry->runner.get(), clock_,
+                                       entry->observer.get()));
+  entry->info = DescribeModel(model->description(), entry->limits,
+                              entry->batcher->batcher()->options(),
+                              entry->name == default_model_);
   entry->info.set_revision(entry->revision);
   return entry;
 }

@@ -151,7 +151,7 @@ void ModelRegistry::FreeLoop() {
       absl::AnyInvocable<void()> on_freed = std::move(slot.model->on_freed);
       // Empty by now: every call that reached it held a lease.
       if (slot.model->batcher)
-        slot.model->batcher->Shutdown(absl::ZeroDuration());
+        slot.model->batcher->batcher()->Shutdown(absl::ZeroDuration());
       slot.model.reset();
       if (on_freed) on_freed();
       LOG(INFO) << "event=model_revision_freed model=" << name
@@ -171,7 +171,9 @@ std::vector<batching::Batcher*> ModelRegistry::StopFreeing() {
   std::vector<batching::Batcher*> batchers;
   absl::MutexLock lock(&mu_);
   for (Slot& slot : slots_) {
-    if (slot.model->batcher) batchers.push_back(slot.model->batcher.get());
+    if (slot.model->batcher) {
+      batchers.push_back(slot.model->batcher->batcher().get());
+    }
   }
   return batchers;
 }

@@ -9,10 +9,10 @@
 
 #include "absl/functional/any_invocable.h"
 #include "favor/v1/favor.pb.h"
-#include "server/batching/batcher.h"
-#include "server/batching/model_runner.h"
+#include "server/batching/job.h"
 #include "server/metrics/batcher_metrics.h"
 #include "server/model/model.h"
+#include "server/service/embed_runner.h"
 #include "server/service/embed_validation.h"
 
 namespace favor::service {
@@ -27,10 +27,10 @@ struct ServingModel {
   EmbedLimits limits;
   // What ListModels and GetModel report, revision included.
   v1::ModelInfo info;
-  std::unique_ptr<batching::ModelRunner> runner;
+  std::unique_ptr<batching::JobRunner<EmbedWork>> runner;
   std::unique_ptr<metrics::BatcherMetrics> observer;
   // Last: destroyed first, while the runner it calls still exists.
-  std::unique_ptr<batching::Batcher> batcher;
+  std::unique_ptr<batching::JobBatcher<EmbedWork>> batcher;
   // Runs once this revision is destroyed, on the registry's thread (e.g.
   // to give its weights' bytes back to the memory budget).
   absl::AnyInvocable<void()> on_freed;

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 namespace favor::attention {
 namespace {
 
@@ -14,6 +17,31 @@ TEST(KernelTest, NamesRoundTrip) {
     auto parsed = ParseKernel(KernelName(kernel));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, kernel);
+  }
+}
+
+TEST(KernelTest, TheTableHasOneRowPerKernelWithADistinctName) {
+  ASSERT_EQ(AllKernels().size(), static_cast<size_t>(kNumKernels));
+  std::set<std::string> names;
+  for (int i = 0; i < kNumKernels; ++i) {
+    const KernelTraits& row = AllKernels()[i];
+    EXPECT_EQ(static_cast<int>(row.kernel), i);
+    EXPECT_EQ(&TraitsOf(row.kernel), &row);
+    EXPECT_FALSE(row.name.empty());
+    names.insert(std::string(row.name));
+  }
+  EXPECT_EQ(names.size(), AllKernels().size());
+  EXPECT_EQ(KernelNames(),
+            "softmax, favor+, favor++, hyperbolic, trig, relu, elu+1, exp");
+}
+
+TEST(KernelTest, AKernelWithAProjectionCountsItsFeaturesPerRow) {
+  for (const KernelTraits& row : AllKernels()) {
+    EXPECT_EQ(row.uses_projection, row.features_per_projection_row > 0)
+        << row.name;
+    if (!row.uses_projection) {
+      EXPECT_EQ(FeatureCount(row.kernel, 256, 64), 64) << row.name;
+    }
   }
 }
 

@@ -16,6 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "server/batching/job.h"
 #include "server/batching/model_runner.h"
 #include "server/batching/request.h"
 
@@ -125,6 +127,22 @@ class FakeModelRunner final : public ModelRunner {
   bool blocked_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   Hook hook_ ABSL_GUARDED_BY(mu_);
+};
+
+// FakeModelRunner as the runner of a JobBatcher<Work> (job.h): it records
+// and holds batches as FakeModelRunner does and never reads their work.
+template <typename Work>
+class FakeJobRunner final : public JobRunner<Work> {
+ public:
+  absl::Status RunBatch(int worker_index, Batch* batch) override {
+    return fake.RunBatch(worker_index, batch);
+  }
+  absl::Status RunJobs(int /*worker_index*/,
+                       absl::Span<Job<Work>* const> /*jobs*/) override {
+    return absl::InternalError("FakeJobRunner runs whole batches");
+  }
+
+  FakeModelRunner fake;
 };
 
 // Every status each request id was completed with, in order.

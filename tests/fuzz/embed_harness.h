@@ -1,6 +1,6 @@
 // What the Embed and EmbedStream fuzz targets share: an Embed request taken
 // through the service's own edge checks and input preparation
-// (server/service/embed_validation.h, embed_inputs.h, text_input.h), as
+// (server/service/embed_validation.h, embed_inputs.h), as
 // FavorService::StartEmbed and PrepareEmbed take it, against a small model
 // description with a WordPiece tokenizer, without a server or a model.
 #ifndef FAVOR_TESTS_FUZZ_EMBED_HARNESS_H_

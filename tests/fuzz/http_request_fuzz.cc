@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -140,7 +141,7 @@ grpc::Server* FakeServer() {
 }
 
 // Two handlers reaching it: one that asks for a bearer token, one open
-// (favor-server's default), which passes any Authorization header on.
+// (favor-server's default).
 fh::ApiHandler* Handler(bool open) {
   auto make = [](std::vector<std::string> tokens) {
     fh::ApiHandler::Options options;
@@ -192,14 +193,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fh::Request& request = parser.get();
 
   fh::ApiHandler* handler = Handler(/*open=*/selector >= 17);
-  std::optional<fh::Response> refusal = handler->CheckHeader(request);
-  if (refusal.has_value()) {
+  fh::Handler::Admission admission = handler->Accept(request);
+  if (const auto* refusal = std::get_if<fh::Response>(&admission)) {
     CheckResponse(*refusal);
     return 0;
   }
   Slot()->Set(std::move(answer));
   absl::Notification answered;
-  handler->Handle(
+  std::get<std::unique_ptr<fh::Exchange>>(admission)->Handle(
       request,
       [&answered](fh::Response response) {
         CheckResponse(response);

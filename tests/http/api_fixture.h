@@ -101,6 +101,7 @@ class ApiTest : public ::testing::Test {
     stub_ = v1::Favor::NewStub(
         grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port_),
                             grpc::InsecureChannelCredentials()));
+    api_options.in_process_key = service_->in_process_key();
     handler_ = std::make_unique<ApiHandler>(
         api_options, grpc_->InProcessChannel(grpc::ChannelArguments()),
         [this] { return serving_.load(); }, metrics_.get());

@@ -185,9 +185,11 @@ TEST_F(ApiTlsTest, MutualTlsNeedsAClientCertificate) {
 
 TEST(HttpServerTlsOptionsTest, BadFilesAreInvalidArgument) {
   class Nothing : public Handler {
-    void Handle(const Request&, Responder respond,
-                std::shared_ptr<ClientGone>) override {
-      respond(MakeResponse(Status::ok, "text/plain", ""));
+    Admission Accept(const RequestHeader&) override {
+      return MakeExchange(
+          [](const Request&, Responder respond, std::shared_ptr<ClientGone>) {
+            respond(MakeResponse(Status::ok, "text/plain", ""));
+          });
     }
   } handler;
   HttpServer::Options options;

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/batching/batch.h"
 #include "server/batching/clock.h"
+#include "server/batching/job.h"
 #include "tests/service/test_server.h"
 
 namespace favor::service {
@@ -26,9 +27,9 @@ EmbedWork* Add(batching::Batch& batch, std::vector<int32_t> ids,
   auto work = std::make_shared<EmbedWork>();
   work->token_ids = std::move(ids);
   work->pooling = pooling;
-  auto request = std::make_unique<batching::Request>([](absl::Status) {});
+  auto request =
+      std::make_unique<batching::Job<EmbedWork>>(work, [](absl::Status) {});
   request->num_tokens = static_cast<int64_t>(work->token_ids.size());
-  request->payload = work;
   batch.num_tokens += request->num_tokens;
   batch.requests.push_back(std::move(request));
   return work.get();

@@ -154,7 +154,7 @@ TEST_F(FakeServiceTest, EmbedStreamStopsReadingAtTheAnswerBytesLimit) {
   ASSERT_TRUE(lease.ok());
   // One message computing, none read behind it (with the messages' limit
   // alone: four queued).
-  EXPECT_EQ((*lease)->batcher->NumQueuedRequests(), 0);
+  EXPECT_EQ((*lease)->batcher->batcher()->NumQueuedRequests(), 0);
   model_.Release();
   stream->WritesDone();
   std::set<std::string> ids;

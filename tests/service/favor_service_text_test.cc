@@ -246,7 +246,7 @@ TEST_F(TextServiceTest, BadTextNamesTheFieldAndTheLimitAndServingGoesOn) {
 // EmbedInput.text is a proto3 string: protobuf's parser refuses a message
 // whose text is not UTF-8 before the service sees it (and Python's and
 // Go's protobuf refuse to build one), so the service's own check, which
-// names the input and the byte offset (text_input_test.cc), is a second
+// names the input and the byte offset (embed_inputs_text_test.cc), is a second
 // line behind it. Either way the call fails and the server goes on.
 TEST_F(TextServiceTest, InvalidUtf8FailsTheCallAndServingGoesOn) {
   Start();
@@ -275,7 +275,8 @@ TEST_F(TextServiceTest, TextOverTheCallsByteLimitIsRefused) {
 // An answer that could not be sent (over --max_message_bytes) is refused
 // with RESOURCE_EXHAUSTED before the model computes it, counted from the
 // tokens the inputs really have: a text's bound from its bytes is not used.
-TEST_F(TextServiceTest, AnAnswerOverTheMessageLimitIsRefusedBeforeItIsComputed) {
+TEST_F(TextServiceTest,
+       AnAnswerOverTheMessageLimitIsRefusedBeforeItIsComputed) {
   FavorService::Options options;
   options.max_answer_message_bytes = 2000;
   Start(options);
@@ -457,8 +458,7 @@ TEST_F(TextServiceTest, TokenizeAnswersAtMostACallsTokens) {
   {
     grpc::ClientContext context;
     ASSERT_TRUE(server_->stub().Tokenize(&context, request, &response).ok());
-    EXPECT_EQ(response.texts(0).ids_size() + response.texts(1).ids_size(),
-              84);
+    EXPECT_EQ(response.texts(0).ids_size() + response.texts(1).ids_size(), 84);
   }
   request.add_texts(text);
   grpc::ClientContext context;

@@ -15,6 +15,7 @@
 namespace favor::service {
 namespace {
 
+using batching::testing::FakeJobRunner;
 using batching::testing::FakeModelRunner;
 using batching::testing::kTestTimeout;
 
@@ -33,14 +34,14 @@ std::unique_ptr<ServingModel> NewRevision(const std::string& name,
   auto model = std::make_unique<ServingModel>();
   model->name = name;
   model->revision = revision;
-  auto runner = std::make_unique<FakeModelRunner>();
-  handle->runner = runner.get();
-  model->runner = std::move(runner);
+  auto runner = std::make_unique<FakeJobRunner<EmbedWork>>();
+  handle->runner = &runner->fake;
   batching::Batcher::Options options;
   options.model_name = name;
   options.max_batch_requests = 1;  // A second request waits in the queue.
   model->batcher =
-      *batching::Batcher::Create(options, model->runner.get(), nullptr);
+      *batching::JobBatcher<EmbedWork>::Create(options, runner.get(), nullptr);
+  model->runner = std::move(runner);
   model->on_freed = [freed = handle->freed, on = handle->freed_on] {
     *on = std::this_thread::get_id();
     freed->Notify();
@@ -57,7 +58,8 @@ absl::Status Enqueue(const ModelRegistry::Lease& lease,
                      std::shared_ptr<absl::Status> status,
                      const FakeModelRunner* runner = nullptr,
                      std::shared_ptr<int> runs = nullptr) {
-  auto request = std::make_unique<batching::Request>(
+  auto request = std::make_unique<batching::Job<EmbedWork>>(
+      std::make_shared<EmbedWork>(),
       [lease, done, status, runner, runs](absl::Status result) {
         *status = result;
         if (runner != nullptr) *runs = runner->num_runs();

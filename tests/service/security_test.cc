@@ -167,6 +167,35 @@ TEST_F(BearerAuthTest, EveryUnaryMethodNeedsAToken) {
             grpc::StatusCode::UNAUTHENTICATED);
 }
 
+// The HTTP front checks a request's token at its own edge and calls the
+// service in process with the service's in-process key instead, so that
+// each call's token is checked once. A wrong key, or the key under another
+// name, admits nothing; two services' keys differ.
+TEST_F(BearerAuthTest, TheInProcessKeyStandsForAToken) {
+  const std::string key = server_.service().in_process_key();
+  ASSERT_EQ(key.size(), 32u);
+  const auto call = [&](const std::string& name, const std::string& value) {
+    grpc::ClientContext context;
+    context.AddMetadata(name, value);
+    v1::ListModelsResponse response;
+    return server_.stub()
+        .ListModels(&context, v1::ListModelsRequest(), &response)
+        .error_code();
+  };
+  const std::string metadata(kInProcessKeyMetadata);
+  EXPECT_EQ(call(metadata, key), grpc::StatusCode::OK);
+  std::string wrong = key;
+  wrong[0] = wrong[0] == '0' ? '1' : '0';
+  EXPECT_EQ(call(metadata, wrong), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(call(metadata, ""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(call("authorization", "Bearer " + key),
+            grpc::StatusCode::UNAUTHENTICATED);
+  FakeModel other_model("default");
+  TestServer other(FavorService::Options(), {&other_model},
+                   TestServerOptions{{"alpha"}, nullptr, true});
+  EXPECT_NE(other.service().in_process_key(), key);
+}
+
 TEST_F(BearerAuthTest, StreamWithoutTokenIsUnauthenticated) {
   grpc::ClientContext context;
   auto stream = server_.stub().EmbedStream(&context);

@@ -14,10 +14,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -33,13 +32,14 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
+#include "server/attention/kernel.h"
 #include "server/attention/parallelism.h"
 #include "server/common/status_macros.h"
 #include "server/model/dtype_agreement.h"
@@ -49,8 +49,8 @@
 #include "server/model/peaked_model.h"
 #include "server/model/random_model.h"
 #include "server/model/safetensors.h"
-#include "server/model/weight_layout.h"
 #include "server/model/tools/staging_folder.h"
+#include "server/model/weight_layout.h"
 
 // ---- init: the defaults are the default model's shape (models/README.md).
 ABSL_FLAG(std::string, output, "", "init: model folder to write");
@@ -62,8 +62,8 @@ ABSL_FLAG(int64_t, ffn, 1024, "init: intermediate_size");
 ABSL_FLAG(int64_t, vocab, 30522,
           "init: vocab_size (above 103: BERT's special token ids are set)");
 ABSL_FLAG(std::string, kernel, "favor+",
-          "init: attention kernel (softmax, favor+, favor++, hyperbolic, trig, "
-          "relu, elu+1, exp)");
+          absl::StrCat("init: attention kernel (",
+                       favor::attention::KernelNames(), ")"));
 ABSL_FLAG(std::string, random_features, "orthogonal",
           "init: how projections are drawn (orthogonal, iid, simplex)");
 ABSL_FLAG(int64_t, features, 256, "init: num_random_features m");
@@ -243,9 +243,8 @@ absl::Status Init() {
 // quotes: a file's names must not write control sequences or lines of their
 // own to a terminal.
 std::string PrintableName(const std::string& name) {
-  const bool printable = std::all_of(name.begin(), name.end(), [](char c) {
-    return c >= 0x20 && c < 0x7f;
-  });
+  const bool printable = std::all_of(
+      name.begin(), name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
   return printable ? name : absl::StrCat("\"", absl::CHexEscape(name), "\"");
 }
 
@@ -411,18 +410,19 @@ std::string SpansNote(const absl::StatusOr<std::vector<double>>& spans) {
   if (!spans.ok()) return "";
   std::vector<std::string> listed;
   for (const double s : *spans) listed.push_back(absl::StrFormat("%.1f", s));
-  return absl::StrCat(" (largest |logit| per layer: ",
-                      absl::StrJoin(listed, ", "), ")");
+  return absl::StrCat(
+      " (largest |logit| per layer: ", absl::StrJoin(listed, ", "), ")");
 }
 
 absl::Status Compare(const std::string& directory) {
   attention::ConfigureCpuParallelism({absl::GetFlag(FLAGS_threads)});
   ASSIGN_OR_RETURN(const ModelOptions options, CompareOptions());
-  RETURN_IF_ERROR(CompareOne(
-      directory,
-      "model " + directory + SpansNote(MeasureAttentionLogitSpans(
-                                 directory, PeakedModelOptions().probe_tokens)),
-      options));
+  RETURN_IF_ERROR(
+      CompareOne(directory,
+                 "model " + directory +
+                     SpansNote(MeasureAttentionLogitSpans(
+                         directory, PeakedModelOptions().probe_tokens)),
+                 options));
   const double span = absl::GetFlag(FLAGS_peak_logits);
   if (!std::isfinite(span)) {
     return absl::InvalidArgumentError(
@@ -432,9 +432,9 @@ absl::Status Compare(const std::string& directory) {
   // A fresh folder of our own (mkdtemp: 0700, a name nobody could plant a
   // link at; found by an outside audit: a predictable name let a local
   // user's link make the copy overwrite files elsewhere).
-  std::string pattern = (std::filesystem::temp_directory_path() /
-                         "favor_model_peaked_XXXXXX")
-                            .string();
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "favor_model_peaked_XXXXXX")
+          .string();
   if (mkdtemp(pattern.data()) == nullptr) {
     return absl::ErrnoToStatus(
         errno, absl::StrCat("cannot make a temporary folder ", pattern));

@@ -2,8 +2,8 @@
 // one line naming the flag ("--threads is -1; must be in [0, 4096]"), for
 // the flags main.cc and http_flags.cc define. The Options structs check
 // their fields again, in their own words; this is what a user reads.
-#ifndef FAVOR_SERVER_FLAG_RANGE_H_
-#define FAVOR_SERVER_FLAG_RANGE_H_
+#ifndef FAVOR_SERVER_APP_FLAG_RANGE_H_
+#define FAVOR_SERVER_APP_FLAG_RANGE_H_
 
 #include <cstdint>
 #include <limits>
@@ -27,4 +27,4 @@ absl::Status CheckFlagRanges(absl::Span<const FlagRange> ranges);
 
 }  // namespace favor
 
-#endif  // FAVOR_SERVER_FLAG_RANGE_H_
+#endif  // FAVOR_SERVER_APP_FLAG_RANGE_H_

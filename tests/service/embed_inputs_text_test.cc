@@ -1,14 +1,13 @@
-// What text inputs become (text_input.h): the tokenizer's ids with the
+// What text inputs become (embed_inputs.h): the tokenizer's ids with the
 // special tokens in place after truncation, framed windows, and byte spans
 // turned into the tokens they overlap.
-#include "server/service/text_input.h"
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/service/embed_inputs.h"
 #include "server/tokenizer/tokenizer_builders.h"
 #include "tests/service/test_server.h"
 
@@ -62,8 +61,8 @@ TEST(TextInputTest, EncodesNoMoreTokensThanTheInputCanUse) {
         v1::TRUNCATION_CHUNK}) {
     SCOPED_TRACE(v1::Truncation_Name(truncation));
     testing::HeldTokensTokenizer watched(Bert());
-    const auto prepared =
-        PrepareTextInput(1, Text(text), watched, Truncation(truncation), limits);
+    const auto prepared = PrepareTextInput(1, Text(text), watched,
+                                           Truncation(truncation), limits);
     if (truncation == v1::TRUNCATION_CHUNK) {
       EXPECT_THAT(prepared.status().message(),
                   HasSubstr("inputs[1].text has 2000 tokens; chunked, they "

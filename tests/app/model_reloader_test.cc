@@ -1,10 +1,10 @@
-// ModelReloader (server/model_reloader.h) on a repository of small random
+// ModelReloader (server/app/model_reloader.h) on a repository of small random
 // models written here, serving through a real FavorService: start-up loads
 // and counts, and a reload pass installs changed and added folders, removes
 // gone ones (never the default), and leaves what serves alone when a folder
 // fails or has not changed. tests/service/reload_test.py runs the same
 // under load through the real binary.
-#include "server/model_reloader.h"
+#include "server/app/model_reloader.h"
 
 #include <chrono>
 #include <cstdint>
@@ -23,8 +23,8 @@
 #include "server/metrics/metric_names.h"
 #include "server/model/model_fingerprint.h"
 #include "server/model/random_model.h"
+#include "tests/app/log_lines.h"
 #include "tests/metrics/scrape.h"
-#include "tests/server/log_lines.h"
 #include "tests/model/model_config_test_util.h"
 #include "tests/model/temp_dir_test.h"
 
@@ -53,9 +53,7 @@ class ModelReloaderTest : public model::TempDirTest {
         model::WriteRandomModel(config, Path(name), options);
     ASSERT_TRUE(written.ok()) << written;
   }
-  std::string Path(const std::string& name) const {
-    return dir_ + "/" + name;
-  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
   // Metrics for the repository's folders, the reloader, LoadAll and the
   // service, as main.cc starts them.
@@ -96,8 +94,7 @@ class ModelReloaderTest : public model::TempDirTest {
   // Whether favor_model_info has a series for `name`.
   bool HasModelInfo(const std::string& name) const {
     const std::string text = metrics_->SerializeText();
-    const std::string series =
-        absl::StrCat(metrics::kModelInfo, "{");
+    const std::string series = absl::StrCat(metrics::kModelInfo, "{");
     for (absl::string_view line : absl::StrSplit(text, '\n')) {
       if (absl::StartsWith(line, series) &&
           absl::StrContains(line, absl::StrCat("model=\"", name, "\""))) {
@@ -107,9 +104,9 @@ class ModelReloaderTest : public model::TempDirTest {
     return false;
   }
   std::optional<double> LoadFailures(const std::string& name) const {
-    return metrics::scrape::FindSample(metrics_->SerializeText(),
-                              std::string(metrics::kModelLoadFailuresTotal),
-                              {{"model", name}});
+    return metrics::scrape::FindSample(
+        metrics_->SerializeText(),
+        std::string(metrics::kModelLoadFailuresTotal), {{"model", name}});
   }
 
   std::vector<std::string> loaded_names_;  // by Start(), in its order
@@ -166,12 +163,11 @@ TEST_F(ModelReloaderTest, AReloadInstallsChangedAndNewAndRemovesGoneFolders) {
   EXPECT_TRUE(HasModelInfo("late"));
   EXPECT_FALSE(HasModelInfo("gone"));
   // The model added after start-up has its own metrics series.
-  EXPECT_THAT(metrics::scrape::FindSample(metrics_->SerializeText(),
-                                 std::string(metrics::kRequestsTotal),
-                                 {{"model", "late"},
-                                  {"method", "Embed"},
-                                  {"code", "OK"}}),
-              Optional(0.0));
+  EXPECT_THAT(
+      metrics::scrape::FindSample(
+          metrics_->SerializeText(), std::string(metrics::kRequestsTotal),
+          {{"model", "late"}, {"method", "Embed"}, {"code", "OK"}}),
+      Optional(0.0));
 }
 
 // A poll a second that finds nothing new must not write a line a second.

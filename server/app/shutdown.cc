@@ -1,4 +1,4 @@
-#include "server/shutdown.h"
+#include "server/app/shutdown.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -84,8 +84,8 @@ void DrainAndExit(DrainOptions options) {
     service->Shutdown(timeout);
     shut_down->Notify();
   }).detach();
-  const bool batches_done = shut_down->WaitForNotificationWithDeadline(
-      start + options.drain_timeout);
+  const bool batches_done =
+      shut_down->WaitForNotificationWithDeadline(start + options.drain_timeout);
   if (!batches_done) {
     LOG(WARNING) << "event=drain_deadline_passed batches_still_computing=true "
                     "(their calls are answered by the connection closing)";

@@ -6,8 +6,8 @@
 // handler writes them through glog as key-value events like the server's
 // own (`event=protobuf_log`), at most one per window, the next one counting
 // those left out (`suppressed=N`). FATAL messages are passed on as they come.
-#ifndef FAVOR_SERVER_PROTOBUF_LOG_H_
-#define FAVOR_SERVER_PROTOBUF_LOG_H_
+#ifndef FAVOR_SERVER_APP_PROTOBUF_LOG_H_
+#define FAVOR_SERVER_APP_PROTOBUF_LOG_H_
 
 #include "absl/time/time.h"
 
@@ -25,4 +25,4 @@ void InstallProtobufLogHandler(const ProtobufLogOptions& options = {});
 
 }  // namespace favor
 
-#endif  // FAVOR_SERVER_PROTOBUF_LOG_H_
+#endif  // FAVOR_SERVER_APP_PROTOBUF_LOG_H_

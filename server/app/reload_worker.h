@@ -6,8 +6,8 @@
 //
 // Requests made while a pass runs are merged into one pass after it (a
 // retry of failed folders if any of them asked for one). Thread-safe.
-#ifndef FAVOR_SERVER_RELOAD_WORKER_H_
-#define FAVOR_SERVER_RELOAD_WORKER_H_
+#ifndef FAVOR_SERVER_APP_RELOAD_WORKER_H_
+#define FAVOR_SERVER_APP_RELOAD_WORKER_H_
 
 #include <thread>
 
@@ -53,4 +53,4 @@ class ReloadWorker {
 
 }  // namespace favor
 
-#endif  // FAVOR_SERVER_RELOAD_WORKER_H_
+#endif  // FAVOR_SERVER_APP_RELOAD_WORKER_H_

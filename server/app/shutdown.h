@@ -2,8 +2,8 @@
 // contract is in docs/server.md, Shutdown): every call accepted before the
 // signal is served, every other one is answered UNAVAILABLE, never
 // CANCELLED.
-#ifndef FAVOR_SERVER_SHUTDOWN_H_
-#define FAVOR_SERVER_SHUTDOWN_H_
+#ifndef FAVOR_SERVER_APP_SHUTDOWN_H_
+#define FAVOR_SERVER_APP_SHUTDOWN_H_
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -60,4 +60,4 @@ struct DrainOptions {
 
 }  // namespace favor
 
-#endif  // FAVOR_SERVER_SHUTDOWN_H_
+#endif  // FAVOR_SERVER_APP_SHUTDOWN_H_

@@ -1,7 +1,7 @@
 // Test support: the lines glog is given while a LogLines lives (a
 // google::LogSink; what goes to stderr is unchanged).
-#ifndef FAVOR_TESTS_SERVER_LOG_LINES_H_
-#define FAVOR_TESTS_SERVER_LOG_LINES_H_
+#ifndef FAVOR_TESTS_APP_LOG_LINES_H_
+#define FAVOR_TESTS_APP_LOG_LINES_H_
 
 #include <string>
 #include <vector>
@@ -37,4 +37,4 @@ class LogLines : public google::LogSink {
 
 }  // namespace favor::testing
 
-#endif  // FAVOR_TESTS_SERVER_LOG_LINES_H_
+#endif  // FAVOR_TESTS_APP_LOG_LINES_H_

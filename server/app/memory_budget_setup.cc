@@ -1,4 +1,4 @@
-#include "server/memory_budget_setup.h"
+#include "server/app/memory_budget_setup.h"
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"

@@ -1,7 +1,7 @@
 // favor-server's service and batching flags (service_flags.cc, beside
 // main.cc: flags live next to main), copied into FavorService::Options.
-#ifndef FAVOR_SERVER_SERVICE_FLAGS_H_
-#define FAVOR_SERVER_SERVICE_FLAGS_H_
+#ifndef FAVOR_SERVER_APP_SERVICE_FLAGS_H_
+#define FAVOR_SERVER_APP_SERVICE_FLAGS_H_
 
 #include <string>
 
@@ -21,4 +21,4 @@ service::FavorService::Options ServiceOptionsFromFlags(
 
 }  // namespace favor
 
-#endif  // FAVOR_SERVER_SERVICE_FLAGS_H_
+#endif  // FAVOR_SERVER_APP_SERVICE_FLAGS_H_

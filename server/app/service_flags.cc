@@ -1,12 +1,12 @@
-#include "server/service_flags.h"
+#include "server/app/service_flags.h"
 
 #include <cstdint>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/time/time.h"
+#include "server/app/flag_range.h"
 #include "server/batching/batcher.h"
-#include "server/flag_range.h"
 
 namespace {
 
@@ -78,23 +78,28 @@ absl::Status CheckServiceFlagRanges() {
   return CheckFlagRanges({
       {"max_batch_tokens", absl::GetFlag(FLAGS_max_batch_tokens), 1},
       {"max_batch_requests", absl::GetFlag(FLAGS_max_batch_requests), 1},
-      {"max_queue_delay_micros", absl::GetFlag(FLAGS_max_queue_delay_micros), 0},
+      {"max_queue_delay_micros", absl::GetFlag(FLAGS_max_queue_delay_micros),
+       0},
       {"max_enqueue_group_wait_micros",
        absl::GetFlag(FLAGS_max_enqueue_group_wait_micros), 0},
       {"max_queue_requests", absl::GetFlag(FLAGS_max_queue_requests), 1},
       {"max_queue_tokens", absl::GetFlag(FLAGS_max_queue_tokens), 1},
-      {"max_request_age_millis", absl::GetFlag(FLAGS_max_request_age_millis), 1},
+      {"max_request_age_millis", absl::GetFlag(FLAGS_max_request_age_millis),
+       1},
       {"max_inputs_per_call", absl::GetFlag(FLAGS_max_inputs_per_call), 1},
       {"max_tokens_per_call", absl::GetFlag(FLAGS_max_tokens_per_call), 1},
-      {"max_text_bytes_per_call", absl::GetFlag(FLAGS_max_text_bytes_per_call), 1},
+      {"max_text_bytes_per_call", absl::GetFlag(FLAGS_max_text_bytes_per_call),
+       1},
       {"max_spans_per_input", absl::GetFlag(FLAGS_max_spans_per_input), 0},
       {"tokenizer_threads", absl::GetFlag(FLAGS_tokenizer_threads), 1, 1024},
-      {"max_queued_tokenizations", absl::GetFlag(FLAGS_max_queued_tokenizations), 1},
+      {"max_queued_tokenizations",
+       absl::GetFlag(FLAGS_max_queued_tokenizations), 1},
       {"max_stream_messages_in_flight",
        absl::GetFlag(FLAGS_max_stream_messages_in_flight), 1},
       {"max_stream_answer_bytes_in_flight",
        absl::GetFlag(FLAGS_max_stream_answer_bytes_in_flight), 1},
-      {"max_attend_queue_requests", absl::GetFlag(FLAGS_max_attend_queue_requests), 1},
+      {"max_attend_queue_requests",
+       absl::GetFlag(FLAGS_max_attend_queue_requests), 1},
       {"max_attend_tensor_elements",
        absl::GetFlag(FLAGS_max_attend_tensor_elements), 1},
   });

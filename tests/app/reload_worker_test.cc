@@ -1,8 +1,8 @@
-// ReloadWorker (server/reload_worker.h): a request returns at once while a
+// ReloadWorker (server/app/reload_worker.h): a request returns at once while a
 // pass runs, requests made meanwhile merge into one pass after it (with a
 // retry of failed folders if any asked for one), and Stop lets the running
 // pass finish.
-#include "server/reload_worker.h"
+#include "server/app/reload_worker.h"
 
 #include <thread>
 #include <vector>

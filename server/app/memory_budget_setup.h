@@ -1,7 +1,7 @@
 // favor-server's memory budget from its flag (main.cc wires it; the formula
 // and the measured peaks are in docs/performance.md, "The memory budget").
-#ifndef FAVOR_SERVER_MEMORY_BUDGET_SETUP_H_
-#define FAVOR_SERVER_MEMORY_BUDGET_SETUP_H_
+#ifndef FAVOR_SERVER_APP_MEMORY_BUDGET_SETUP_H_
+#define FAVOR_SERVER_APP_MEMORY_BUDGET_SETUP_H_
 
 #include <cstdint>
 #include <memory>
@@ -44,4 +44,4 @@ void LogMemoryEstimates(const std::vector<const model::Model*>& models);
 
 }  // namespace favor
 
-#endif  // FAVOR_SERVER_MEMORY_BUDGET_SETUP_H_
+#endif  // FAVOR_SERVER_APP_MEMORY_BUDGET_SETUP_H_

@@ -1,4 +1,4 @@
-#include "server/reload_worker.h"
+#include "server/app/reload_worker.h"
 
 #include <utility>
 

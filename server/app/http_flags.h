@@ -1,7 +1,7 @@
 // favor-server's HTTP flags (http_flags.cc, beside main.cc: flags live next
 // to main) and the start of the HTTP API from them.
-#ifndef FAVOR_SERVER_HTTP_FLAGS_H_
-#define FAVOR_SERVER_HTTP_FLAGS_H_
+#ifndef FAVOR_SERVER_APP_HTTP_FLAGS_H_
+#define FAVOR_SERVER_APP_HTTP_FLAGS_H_
 
 #include <memory>
 #include <string>
@@ -30,16 +30,17 @@ absl::Status CheckHttpFlagRanges();
 // Starts the HTTP API on `bind_address`:--http_port in front of
 // `grpc_server`'s Favor service (through its in-process channel); null when
 // --http_port=0.
-// `tokens` are the service's bearer tokens, `limits` its per-call limits
+// `tokens` are the service's bearer tokens, `in_process_key` its
+// FavorService::in_process_key(), `limits` its per-call limits
 // (which bound request bodies), `tls` the gRPC certificate
 // files (the same flags serve both); `serving` answers GET /health;
 // `metrics` records every HTTP answer and must outlive the API.
 absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
-    const std::vector<std::string>& tokens, const http::CallLimits& limits,
-    const http::HttpServer::TlsFiles& tls,
+    const std::vector<std::string>& tokens, const std::string& in_process_key,
+    const http::CallLimits& limits, const http::HttpServer::TlsFiles& tls,
     absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics);
 
 }  // namespace favor
 
-#endif  // FAVOR_SERVER_HTTP_FLAGS_H_
+#endif  // FAVOR_SERVER_APP_HTTP_FLAGS_H_

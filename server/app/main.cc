@@ -39,28 +39,28 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
-#include "server/flag_range.h"
-#include "server/protobuf_log.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/app/flag_range.h"
+#include "server/app/http_flags.h"
+#include "server/app/memory_budget_setup.h"
+#include "server/app/model_reloader.h"
+#include "server/app/protobuf_log.h"
+#include "server/app/reload_worker.h"
+#include "server/app/service_flags.h"
+#include "server/app/shutdown.h"
 #include "server/attention/cpu_allocator.h"
 #include "server/attention/kernel.h"
 #include "server/attention/parallelism.h"
 #include "server/common/status_macros.h"
 #include "server/http/metrics_server.h"
-#include "server/http_flags.h"
-#include "server/memory_budget_setup.h"
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
 #include "server/model/model_repository.h"
-#include "server/model_reloader.h"
-#include "server/reload_worker.h"
 #include "server/service/bearer_auth.h"
 #include "server/service/favor_service.h"
 #include "server/service/server_credentials.h"
-#include "server/service_flags.h"
-#include "server/shutdown.h"
 
 namespace {
 
@@ -370,12 +370,12 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(auto http_api,
                    favor::StartHttpApi(
                        server.get(), absl::GetFlag(FLAGS_bind_address),
-                       options.bearer_tokens,
+                       options.bearer_tokens, service->in_process_key(),
                        favor::http::CallLimits{options.max_inputs_per_call,
                                                options.max_tokens_per_call,
                                                options.max_spans_per_input},
-                       HttpTlsFromFlags(),
-                       [] { return serving_now.load(); }, metrics.get()));
+                       HttpTlsFromFlags(), [] { return serving_now.load(); },
+                       metrics.get()));
   RETURN_IF_ERROR(WarmUp(models));
   favor::LogMemoryEstimates(models);
   SetHealth(server.get(), true);
@@ -404,9 +404,9 @@ int main(int argc, char** argv) {
   // looks for a file named after the binary).
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "server/main.cc") ||
-           absl::EndsWith(file, "server/http_flags.cc") ||
-           absl::EndsWith(file, "server/service_flags.cc");
+    return absl::EndsWith(file, "server/app/main.cc") ||
+           absl::EndsWith(file, "server/app/http_flags.cc") ||
+           absl::EndsWith(file, "server/app/service_flags.cc");
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   // absl's default says how absl itself was built ("Debug build").

@@ -1,4 +1,4 @@
-#include "server/model_reloader.h"
+#include "server/app/model_reloader.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -38,13 +38,11 @@ int64_t BudgetedWeightBytes(const model::Model& model) {
       description.dtype == model::ComputeDType::kFloat32 ? 4 : 2;
   int64_t drawn_bytes = 0;
   if (attention::TraitsOf(config.attention.kernel).uses_projection) {
-    const int64_t sublayers =
-        config.num_hidden_layers *
-        (config.block == model::BlockType::kIsab ? 2 : 1);
-    drawn_bytes = std::max<int64_t>(
-                      sublayers - description.num_stored_projections, 0) *
-                  config.attention.num_random_features * config.head_dim() *
-                  4;
+    const int64_t sublayers = config.num_hidden_layers *
+                              (config.block == model::BlockType::kIsab ? 2 : 1);
+    drawn_bytes =
+        std::max<int64_t>(sublayers - description.num_stored_projections, 0) *
+        config.attention.num_random_features * config.head_dim() * 4;
   }
   return description.parameter_count * element_bytes + drawn_bytes;
 }
@@ -146,8 +144,7 @@ absl::StatusOr<service::FavorService::Servable> ModelReloader::LoadRevision(
   return servable;
 }
 
-void ModelReloader::Reload(service::FavorService* service,
-                           bool retry_failed) {
+void ModelReloader::Reload(service::FavorService* service, bool retry_failed) {
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<std::string>> names = FolderNames();
   if (!names.ok()) {

@@ -1,7 +1,7 @@
 // InstallProtobufLogHandler: protobuf's complaint about a string field that
 // is not UTF-8 (what a client can make it log at will) reaches glog as a
 // key-value event, at most once a window, the next line counting the rest.
-#include "server/protobuf_log.h"
+#include "server/app/protobuf_log.h"
 
 #include <string>
 #include <vector>
@@ -10,7 +10,7 @@
 #include "glog/logging.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/log_lines.h"
+#include "tests/app/log_lines.h"
 
 namespace favor {
 namespace {

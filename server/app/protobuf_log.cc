@@ -1,4 +1,4 @@
-#include "server/protobuf_log.h"
+#include "server/app/protobuf_log.h"
 
 #include <cstdint>
 #include <string>
@@ -64,8 +64,8 @@ void Handle(google::protobuf::LogLevel level, const char* filename, int line,
                                                     : google::GLOG_INFO;
   google::LogMessage(filename, line, severity).stream()
       << "event=protobuf_log level=" << NameOf(level)
-      << " suppressed=" << suppressed << " message=\""
-      << absl::CEscape(message) << "\"";
+      << " suppressed=" << suppressed << " message=\"" << absl::CEscape(message)
+      << "\"";
 }
 
 }  // namespace

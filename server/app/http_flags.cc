@@ -1,4 +1,4 @@
-#include "server/http_flags.h"
+#include "server/app/http_flags.h"
 
 #include <cstdint>
 #include <string>
@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
+#include "server/app/flag_range.h"
 #include "server/common/status_macros.h"
-#include "server/flag_range.h"
 #include "server/http/cors.h"
 
 namespace {
@@ -62,8 +62,8 @@ absl::Status CheckHttpFlagRanges() {
       {"http_port", absl::GetFlag(FLAGS_http_port), 0, 65535},
       {"http_threads", absl::GetFlag(FLAGS_http_threads), 1, 1024},
       {"http_max_connections", absl::GetFlag(FLAGS_http_max_connections), 1},
-      {"http_max_header_bytes", absl::GetFlag(FLAGS_http_max_header_bytes),
-       256, int64_t{1} << 30},
+      {"http_max_header_bytes", absl::GetFlag(FLAGS_http_max_header_bytes), 256,
+       int64_t{1} << 30},
       {"http_max_body_bytes", absl::GetFlag(FLAGS_http_max_body_bytes), 0},
       {"http_request_read_timeout_millis",
        absl::GetFlag(FLAGS_http_request_read_timeout_millis), 1},
@@ -76,8 +76,8 @@ absl::Status CheckHttpFlagRanges() {
 
 absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
-    const std::vector<std::string>& tokens, const http::CallLimits& limits,
-    const http::HttpServer::TlsFiles& tls,
+    const std::vector<std::string>& tokens, const std::string& in_process_key,
+    const http::CallLimits& limits, const http::HttpServer::TlsFiles& tls,
     absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics) {
   const int port = absl::GetFlag(FLAGS_http_port);
   if (port == 0) {
@@ -86,6 +86,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
   }
   http::ApiHandler::Options api;
   api.bearer_tokens = tokens;
+  api.in_process_key = in_process_key;
   api.default_timeout =
       absl::Milliseconds(absl::GetFlag(FLAGS_http_default_timeout_millis));
   api.cors_allow_origins = absl::GetFlag(FLAGS_http_cors_allow_origins);

@@ -22,8 +22,8 @@
 //
 // Runs on the thread that calls it (main's), never on a serving thread.
 // Not thread-safe: one pass at a time.
-#ifndef FAVOR_SERVER_MODEL_RELOADER_H_
-#define FAVOR_SERVER_MODEL_RELOADER_H_
+#ifndef FAVOR_SERVER_APP_MODEL_RELOADER_H_
+#define FAVOR_SERVER_APP_MODEL_RELOADER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -92,9 +92,9 @@ class ModelReloader {
   // What the last pass saw of a folder.
   struct Folder {
     std::string signature;
-    std::string revision;  // Of the revision serving; empty if none.
+    std::string revision;      // Of the revision serving; empty if none.
     int64_t weight_bytes = 0;  // Of the revision serving, as budgeted.
-    bool failed = false;   // Its last load failed.
+    bool failed = false;       // Its last load failed.
   };
 
   std::string PathOf(const std::string& name) const;
@@ -115,4 +115,4 @@ class ModelReloader {
 
 }  // namespace favor
 
-#endif  // FAVOR_SERVER_MODEL_RELOADER_H_
+#endif  // FAVOR_SERVER_APP_MODEL_RELOADER_H_
