@@ -7,8 +7,9 @@ CMAKE_FLAGS ?=
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 3600
 
-.PHONY: deps configure build test serve bench soak image format clean fuzz-build fuzz \
-	mutate train-default train-data retrieval-bench transfer-study
+.PHONY: deps configure build test test-platform serve bench soak image image-gpu \
+	format clean fuzz-build fuzz mutate train-default train-data retrieval-bench \
+	transfer-study
 
 deps:
 	@scripts/install-deps.sh
@@ -19,10 +20,27 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The suites, then every fuzz target for 30 s (ctest label `fuzz`).
+# The host's suites, then every fuzz target for 30 s (ctest label `fuzz`).
+# The platform checks (labels trixie and container) are test-platform's
+# (docs/testing.md says what runs where).
+PLATFORM_LABELS = trixie|container
 test: build fuzz-build
-	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE '$(PLATFORM_LABELS)'
 	@ctest --test-dir $(FUZZ_BUILD_DIR) --output-on-failure -j $(JOBS) -L fuzz
+
+# Favor on Debian 13 (LibTorch 2.6; the CUDA build compiled and linked) and
+# the container image, built and run; CI runs it after `make test`. Needs
+# root; the first run makes its roots and caches under ~/.cache/favor.
+test-platform: build
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L '$(PLATFORM_LABELS)' \
+		-E '^container\.GpuImage$$'
+
+# The GPU image (Dockerfile.gpu) built with podman and checked without a GPU
+# (tests/container; docs/container.md, "GPU variant"): about 40 GB of free
+# disk and 2.7 GB of downloads the first time, so not part of CI.
+image-gpu: build
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure -R '^container\.GpuImage$$'
+
 
 fuzz-build: deps
 	@cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DFAVOR_FUZZ=ON \
@@ -44,7 +62,7 @@ fuzz: fuzz-build
 		-L fuzz -R '$(FUZZ_TARGETS)' --timeout $$(( $(FUZZ_SECONDS) + 600 ))
 	@/usr/bin/python3 tools/fuzz_summary.py $(FUZZ_BUILD_DIR)/campaign
 
-# The mutation campaign (issue 18 §5; docs/testing.md): every mutant of
+# The mutation campaign (docs/testing.md): every mutant of
 # tools/mutants.py planted in turn, the tests that should notice run, the
 # file restored; the table goes to $(BUILD_DIR)/mutation-report.md. Hours on
 # 2 cores; not part of `make test`. MUTATE_FLAGS="--only ID,..." for a few.
@@ -66,7 +84,7 @@ bench: build
 	@$(BUILD_DIR)/bench/tokenizer_bench --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
 
 # A long mixed load with a reload a minute, sampling RSS, file descriptors,
-# threads and p99 every 10 s (issue 16; docs/reliability.md).
+# threads and p99 every 10 s (docs/reliability.md).
 SOAK_MINUTES ?= 30
 soak: build
 	@/usr/bin/python3 bench/soak.py $(BUILD_DIR)/server/favor-server \
@@ -97,7 +115,7 @@ retrieval-bench: train-data
 		--model trained=$(BUILD_DIR)/models/default \
 		--model random=$(BUILD_DIR)/random-models/random
 
-# Transfer (issue 15; docs/attention.md): a model trained with softmax
+# Transfer (docs/attention.md): a model trained with softmax
 # attention, served with its attention swapped for FAVOR+ and FAVOR++.
 TRANSFER_DIR ?= $(BUILD_DIR)/transfer
 TRANSFER_STEPS ?= 600

@@ -1,7 +1,7 @@
 // Attention kernels on the CPU: exact softmax against FAVOR+ (non-causal and
 // causal) and FAVOR++ (non-causal) at growing lengths, 4 heads, d = 64, m =
 // 256, batch 1, with an sgemm row as the machine's ceiling, measured in the
-// same run; and FAVOR+ and FAVOR++ on bfloat16 Q, K, V (issue 14). Prints the
+// same run; and FAVOR+ and FAVOR++ on bfloat16 Q, K, V. Prints the
 // Google Benchmark table, then the targets of docs/performance.md as ratios.
 //
 //   build/bench/attention_bench [--benchmark_filter=...]

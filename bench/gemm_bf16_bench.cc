@@ -1,4 +1,4 @@
-// FAVOR+'s three matrix products in bfloat16 on one core (issue 14): the
+// FAVOR+'s three matrix products in bfloat16 on one core: the
 // AVX512-BF16 kernel cpu::GemmBF16 against oneDNN's bfloat16 matmul (what
 // LibTorch's at::mm runs for bfloat16 on this CPU) and the float32 kernel
 // cpu::Gemm, at FAVOR+'s shapes: m = 256 features, d = 64, steps of 64 and

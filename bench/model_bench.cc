@@ -8,10 +8,10 @@
 // The FAVOR+ model runs in float32 and, where the CPU has AVX512-BF16 or
 // AMX-BF16, in bfloat16 ("favor+ bf16/...") in the same run.
 //
-// At the end it prints the ratios the issues set targets for: FAVOR+
-// tokens/s at 32k over 4k (linear: ≥ 0.75), FAVOR+ over exact at 32k
-// (≥ 10), and bfloat16 over float32 at 512, 4k, 32k and 64 × 128 (≥ 2,
-// issue 14), from the best of --benchmark_repetitions runs of each, by wall
+// At the end it prints the ratios that docs/performance.md sets targets
+// for: FAVOR+ tokens/s at 32k over 4k (linear: ≥ 0.75), FAVOR+ over exact
+// at 32k (≥ 10), and bfloat16 over float32 at 512, 4k, 32k and 64 × 128
+// (≥ 2), from the best of --benchmark_repetitions runs of each, by wall
 // time and by CPU time (see Rates).
 //
 //   build/bench/model_bench [--threads=N] [--cpu_block_tokens=N]

@@ -9,7 +9,7 @@
 //  (c) the same load on a model whose calls cost a fixed 5 ms whatever the
 //      batch: what the batcher gains where per-call overhead dominates;
 //  (d) an input wanting its pooled vector and its token rows: one encoder
-//      pass, against the two passes of the runner before issue 17.
+//      pass, against the two passes it would take as two requests.
 // Uses the random model of the default's shape that the build generates
 // (build/random-models/random). Prints a table and the targets of
 // docs/performance.md as ratios from this run.
@@ -188,7 +188,7 @@ BatchingResult Batching(const service::FavorService::Options& options,
 // (d) an input that wants its pooled vector and its token rows, through
 // the EmbedRunner in-process: one encoder pass, against the pooled vector
 // alone and against the two passes (pooled, then token rows) that the
-// runner made before issue 17. Fastest of `repeats`, interleaved.
+// runner would make as two requests. Fastest of `repeats`, interleaved.
 struct OnePassResult {
   double pooled = 1e30, both = 1e30, two_passes = 1e30;  // seconds
 };

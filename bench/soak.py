@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Soak: a long mixed load on one favor-server, sampled every 10 s (issue 16).
+"""Soak: a long mixed load on one favor-server, sampled every 10 s.
 
 Starts favor-server on MODEL_REPOSITORY and keeps CALLERS threads calling it
 for --minutes: unary Embed of token ids and (when the default model has a

@@ -1,4 +1,4 @@
-// Tokenizer throughput on one core (issue 12): WordPiece (BERT-base-uncased)
+// Tokenizer throughput on one core: WordPiece (BERT-base-uncased)
 // in MB/s on real English prose, and the time to encode a document of a
 // million tokens. Targets: >= 10 MB/s per core; 1M tokens in < 1 s.
 //

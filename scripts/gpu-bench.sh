@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check in one command (issue 17): checks nvcc, builds the
+# The GPU check in one command: checks nvcc, builds the
 # compute-only part of Favor (attention and model libraries, favor-model,
 # their tests and benchmarks) against the machine's CUDA LibTorch, runs the
 # CUDA tests (a skip for lack of CUDA is a failure), runs

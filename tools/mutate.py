@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Favor's mutation campaign (issue 18 §5; docs/testing.md says more).
+"""Favor's mutation campaign (docs/testing.md says more).
 
 Plants the bugs of tools/mutants.py one at a time, rebuilds only the binaries
 that the chosen tests run, runs those tests, and puts the file back: always

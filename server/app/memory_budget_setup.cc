@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<batching::MemoryBudget>> StartMemoryBudget(
   options.on_change = [metrics](int64_t reserved) {
     metrics->SetMemoryReserved(reserved);
   };
-  // A reload's weights come and go (found by an outside audit: the gauge
-  // kept its start-up value while refusals named the new one).
+  // A reload's weights come and go: the gauge follows them, so that it
+  // shows the budget that refusals name.
   options.on_resident_change = [metrics, max_bytes](int64_t resident) {
     metrics->SetMemoryBudget(max_bytes, resident);
   };

@@ -28,8 +28,8 @@ void PublishModelInfo(const model::Model& model, metrics::Metrics* metrics) {
 // What a revision's weights hold once loaded: the elements read from
 // model.safetensors at the compute dtype's width, and the projections drawn
 // at load time (float32, one per attention sublayer that stores none:
-// small for a real model, but an outside audit's 3 MB folder of 1,024
-// layers with 65,536 features drew 2.1 GB that the budget did not see).
+// small for a real model, but a 3 MB folder of 1,024 layers with 65,536
+// features draws 2.1 GB).
 // LibTorch's own overhead is not counted.
 int64_t BudgetedWeightBytes(const model::Model& model) {
   const model::ModelDescription& description = model.description();

@@ -1,8 +1,7 @@
 // Runs model reload passes (model_reloader.h) on a thread of its own, so
 // that favor-server's signal loop (main.cc) answers SIGTERM at once even
-// while a pass loads a large or slow folder. An outside audit found the
-// loop running passes itself: a reload that read a 64 GiB file kept SIGTERM
-// unanswered for 46 s, past a Kubernetes grace period.
+// while a pass loads a large or slow folder (a pass that reads a 64 GiB
+// file takes 46 s, past a Kubernetes grace period).
 //
 // Requests made while a pass runs are merged into one pass after it (a
 // retry of failed folders if any of them asked for one). Thread-safe.

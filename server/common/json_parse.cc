@@ -39,11 +39,10 @@ std::string EscapeBytes(absl::string_view text) {
 // A DOM builder for nlohmann's SAX parser that checks the structure as the
 // parser walks it: the nesting depth, duplicate keys (found by the object's
 // own map, so keys are not stored twice) and the number of values. Linear in
-// the text. (The callback parser used before rescanned an object's parent at
-// each of its ends, quadratic in the number of siblings: an outside audit's
-// 2.4 MB safetensors header of 40,000 tensors took 20 s. The builder after it
-// kept a second set of every object's keys: a 250 MB tokenizer.json took
-// 4 GB.)
+// the text. (nlohmann's callback parser rescans an object's parent at each
+// of its ends, quadratic in the number of siblings: a 2.4 MB safetensors
+// header of 40,000 tensors takes 20 s. A second set of every object's keys
+// would take 4 GB for a 250 MB tokenizer.json.)
 class CheckedDomBuilder {
  public:
   CheckedDomBuilder(Json& root, const JsonParseOptions& options)

@@ -26,8 +26,8 @@ struct CallLimits {
 // value takes 50 to 500 times its bytes (a google.protobuf.Value tree, or
 // protobuf's stream writer's state), and the parse runs on a thread of the
 // HTTP event loop, so the service's limits are applied to the JSON first:
-// an outside audit's 32 MiB body of 8 million one-token inputs took 19 s
-// and 4 GB before the service refused it.
+// a 32 MiB body of 8 million one-token inputs takes 19 s and 4 GB to parse
+// before the service could refuse it.
 struct JsonBodyLimits {
   int64_t max_values = 0;      // every value, objects and arrays included
   int64_t max_strings = 0;     // string values (keys not counted)

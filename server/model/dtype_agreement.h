@@ -1,5 +1,5 @@
 // How closely a model loaded in one dtype reproduces another's embeddings
-// (issue 14: bfloat16 against float32): the cosine similarity of the two
+// (bfloat16 against float32): the cosine similarity of the two
 // pooled embeddings of each of many inputs, and each side's throughput.
 // Used by the bfloat16 tests on a few inputs and by `favor-model compare`
 // on the full 1,000.

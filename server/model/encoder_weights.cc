@@ -118,9 +118,8 @@ at::Tensor WeightReader::Get(const ExpectedTensor& tensor, bool keep_float32) {
   parameter_count_ += view->num_elements();
   at::Tensor host = HostCopy(*view);
   // A NaN or an infinity would not fail a call: it would poison every
-  // answer, or be absorbed unseen (found by an outside audit: NaN query and
-  // key weights answered as if they were zero; a NaN embedding row answered
-  // "NaN" strings).
+  // answer, or be absorbed unseen (NaN query and key weights answer as if
+  // they were zero; a NaN embedding row answers "NaN" strings).
   // The sum (in double, which no float weight overflows) is finite exactly
   // when every element is: one pass, no mask the size of the tensor.
   if (!std::isfinite(host.sum(at::kDouble).item<double>())) {

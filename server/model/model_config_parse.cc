@@ -224,8 +224,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text,
 }
 
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer (found by an
-  // outside audit: a config.json that was a named pipe hung the server).
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (a config.json
+  // that is a named pipe would hang the server).
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open"));

@@ -2,7 +2,7 @@
 // attention logits q·k/√d span about ±20 rather than the ±1 of a freshly
 // initialised model. Attention that peaked magnifies the rounding of
 // reduced-precision queries and keys (a logit of 20 moved by bfloat16's
-// 2^-9 relative rounding moves its weight by 4%), so issue 14 checks that
+// 2^-9 relative rounding moves its weight by 4%), so the bfloat16 checks ask that
 // bfloat16 keeps the embeddings on such a model too (dtype_agreement.h,
 // `favor-model compare --peak_logits`).
 //

@@ -49,9 +49,9 @@ struct MappedRegion {
 
 // Maps a regular file of at least kLengthFieldBytes bytes read-only.
 absl::StatusOr<MappedRegion> MapFile(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer (found by an
-  // outside audit: a model.safetensors that was a named pipe hung the
-  // server); the type is checked next.
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (a
+  // model.safetensors that is a named pipe would hang the server); the type
+  // is checked next.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoError(errno, path, "open");
   FdCloser closer(fd);

@@ -152,9 +152,9 @@ void EmbedStreamCall::Handle(const v1::EmbedStreamRequest& in) {
   }
   // A message read as the call was cancelled, or after Finish: answered
   // CANCELLED here and now. Started, a text message would be answered later
-  // by a tokenizer thread, after OnDone may have freed this reactor (found
-  // by an outside audit: streams cancelled right after a text message
-  // crashed the server within seconds). A message started before the
+  // by a tokenizer thread, after OnDone may have freed this reactor (a
+  // stream cancelled right after a text message would be used after it is
+  // freed). A message started before the
   // cancel is safe: the stream finishes only once it is answered.
   const absl::Status status =
       stopped ? absl::CancelledError("stream cancelled") : Start(in, message);

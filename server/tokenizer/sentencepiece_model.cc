@@ -34,8 +34,8 @@ SentencePieceModel::SentencePieceModel(
   for (int id = 0; id < processor_->size(); ++id) {
     if (processor_->IsUnknown(id) || processor_->IsControl(id)) continue;
     const std::string& piece = processor_->IdToPiece(id);
-    // A model may hold pieces that are not UTF-8 (found by fuzzing); no
-    // valid text matches one, so its characters count as unknown.
+    // A model may hold pieces that are not UTF-8; no valid text matches
+    // one, so its characters count as unknown.
     if (!ValidateUtf8(piece, "piece").ok()) continue;
     for (size_t pos = 0; pos < piece.size();) {
       known_chars_.insert(NextChar(piece, &pos));

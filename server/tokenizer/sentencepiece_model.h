@@ -28,9 +28,9 @@ class SentencePieceModel final : public Model {
   void Tokenize(absl::string_view word,
                 std::vector<ModelToken>* tokens) const override;
   // libsentencepiece merges a run of unknown pieces into one by appending
-  // each to a copy of the run so far: time quadratic in the run (an outside
-  // audit: 1 MiB of one combining mark after "a", 26 s; 4 MiB, minutes, on
-  // a tokenizer thread no deadline stops). A text is refused when a run of
+  // each to a copy of the run so far: time quadratic in the run (1 MiB of
+  // one combining mark after "a" takes 26 s, 4 MiB minutes, on a tokenizer
+  // thread no deadline stops). A text is refused when a run of
   // characters that no piece holds, with the combining marks that follow
   // any character, is over kMaxUnknownRunBytes.
   absl::Status CheckCost(absl::string_view text) const override;

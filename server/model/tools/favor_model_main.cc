@@ -430,8 +430,8 @@ absl::Status Compare(const std::string& directory) {
   }
   if (span <= 0) return absl::OkStatus();
   // A fresh folder of our own (mkdtemp: 0700, a name nobody could plant a
-  // link at; found by an outside audit: a predictable name let a local
-  // user's link make the copy overwrite files elsewhere).
+  // link at: with a predictable name, a local user's link would make the
+  // copy overwrite files elsewhere).
   std::string pattern =
       (std::filesystem::temp_directory_path() / "favor_model_peaked_XXXXXX")
           .string();
