@@ -229,7 +229,7 @@ void SgemmOneThread(benchmark::State& state) {
 void RunProducts(benchmark::State& state, bool gemm) {
   const int64_t step = state.range(0), tokens = 1 << 14;
   if (gemm && !cpu::GemmIsFast()) {
-    state.SkipWithError("no AVX-512 on this CPU (or --cpu_gemm=0)");
+    state.SkipWithError("no register-tile Gemm on this CPU (or --cpu_gemm=0)");
     return;
   }
   at::manual_seed(0);
@@ -270,6 +270,44 @@ void RunProducts(benchmark::State& state, bool gemm) {
 }
 void Products(benchmark::State& state) { RunProducts(state, false); }
 void ProductsGemm(benchmark::State& state) { RunProducts(state, true); }
+
+// The encoder's linear layers on one core, as its row blocks run them: 16
+// blocks of 256 rows × `in` features times an (in × out) weight plus its
+// bias, on the BLAS (LibTorch's addmm: OpenBLAS packs the weight again for
+// every block) or on cpu::Gemm (LinearGemm; what model/layers.cc runs where
+// the CPU has its tiles). Args: in, out (the default model's QKV 256→768,
+// feed-forward 256→1024 and 1024→256).
+void RunLinear(benchmark::State& state, bool gemm) {
+  const int64_t in = state.range(0), out = state.range(1), rows = 256;
+  const int64_t blocks = 16;
+  if (gemm && !cpu::GemmIsFast()) {
+    state.SkipWithError("no register-tile Gemm on this CPU (or --cpu_gemm=0)");
+    return;
+  }
+  at::manual_seed(0);
+  const at::Tensor x = at::randn({blocks * rows, in});
+  const at::Tensor wt = at::randn({in, out}) * 0.05, bias = at::randn({out});
+  at::Tensor y = at::empty({rows, out});
+  for (auto _ : state) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const at::Tensor xb = x.narrow(0, b * rows, rows);
+      if (gemm) {
+        cpu::Gemm(rows, out, in, {xb.data_ptr<float>(), in, 1},
+                  wt.data_ptr<float>(), out, y.data_ptr<float>(), out, false,
+                  bias.data_ptr<float>());
+      } else {
+        at::addmm_out(y, bias, xb, wt);
+      }
+    }
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * blocks * rows * in * out,
+                         benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
+}
+void Linear(benchmark::State& state) { RunLinear(state, false); }
+void LinearGemm(benchmark::State& state) { RunLinear(state, true); }
 
 // Whether a run failed or was skipped, so has no time: Google Benchmark 1.7
 // (Debian 12) says so in Run::error_occurred, 1.8 and later (Debian 13) in
@@ -343,7 +381,13 @@ benchmark::internal::Benchmark* Configure(benchmark::internal::Benchmark* b) {
 BENCHMARK(Sgemm)->Apply([](auto* b) { Configure(b)->Arg(2048); });
 BENCHMARK(SgemmOneThread)->Apply([](auto* b) { Configure(b)->Arg(2048); });
 BENCHMARK(Products)->Apply([](auto* b) { Configure(b)->Arg(64)->Arg(512); });
-BENCHMARK(ProductsGemm)->Apply([](auto* b) { Configure(b)->Arg(64); });
+BENCHMARK(ProductsGemm)->Apply([](auto* b) { Configure(b)->Arg(64)->Arg(512); });
+BENCHMARK(Linear)->Apply([](auto* b) {
+  Configure(b)->Args({256, 768})->Args({256, 1024})->Args({1024, 256});
+});
+BENCHMARK(LinearGemm)->Apply([](auto* b) {
+  Configure(b)->Args({256, 768})->Args({256, 1024})->Args({1024, 256});
+});
 // Exact attention fits in memory at any length (it works in tiles), but its
 // time is quadratic: 64k tokens take about a minute here and 1M would take
 // hours, so it stops at 64k.
@@ -452,7 +496,10 @@ int main(int argc, char** argv) {
       "threads: %d, large tensors on huge pages: %s, FAVOR+ products on: %s, "
       "in bfloat16: %s\n",
       threads, huge_pages ? "yes" : "no",
-      favor::attention::cpu::GemmIsFast() ? "AVX-512 kernel" : "BLAS",
+      favor::attention::cpu::GemmIsFast()
+          ? favor::attention::cpu::GemmKernelName(
+                favor::attention::cpu::ActiveGemmKernel())
+          : "BLAS",
       favor::attention::cpu::GemmBF16IsFast() ? "AVX512-BF16 kernel"
                                               : "LibTorch");
   benchmark::Initialize(&argc, argv);

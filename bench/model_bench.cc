@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/attention/cpu_allocator.h"
 #include "server/attention/cpu_features.h"
+#include "server/attention/cpu_gemm.h"
 #include "server/attention/parallelism.h"
 #include "server/model/model.h"
 #include "server/model/random_model.h"
@@ -182,8 +183,10 @@ void PrintRatio(const char* what, const std::string& numerator,
 }  // namespace favor::model
 
 // Flags of this program, taken out of argv before Google Benchmark sees
-// it: --threads=N (0: one per core), --cpu_block_tokens=N and
-// --attention_chunk_tokens=N.
+// it: --threads=N (0: one per core), --cpu_block_tokens=N,
+// --attention_chunk_tokens=N and --gemm_kernel=portable|avx2|avx512 (the
+// widest cpu::Gemm kernel used; portable: the products on the BLAS, as
+// before the register-tile kernels ran them).
 int TakeOwnFlags(int& argc, char** argv) {
   int threads = 0;
   int kept = 1;
@@ -194,6 +197,13 @@ int TakeOwnFlags(int& argc, char** argv) {
     } else if (arg.rfind("--cpu_block_tokens=", 0) == 0) {
       favor::model::BenchOptions().cpu_block_tokens =
           std::atoll(arg.c_str() + 19);
+    } else if (arg.rfind("--gemm_kernel=", 0) == 0) {
+      const std::string name = arg.substr(14);
+      using favor::attention::cpu::GemmKernel;
+      favor::attention::cpu::LimitGemmKernel(
+          name == "portable" ? GemmKernel::kPortable
+          : name == "avx2"   ? GemmKernel::kAvx2
+                             : GemmKernel::kAvx512);
     } else if (arg.rfind("--attention_chunk_tokens=", 0) == 0) {
       favor::model::BenchOptions().attention_chunk_tokens =
           std::atoll(arg.c_str() + 25);
@@ -258,9 +268,11 @@ int main(int argc, char** argv) {
                           favor::attention::HugePageAllocatorState::kInstalled;
   const absl::Status bfloat16 = favor::attention::cpu::CheckBFloat16Support();
   std::printf(
-      "model_bench: %d threads, large tensors on huge pages: %s, bfloat16: "
-      "%s\n",
+      "model_bench: %d threads, large tensors on huge pages: %s, register "
+      "tiles: %s, bfloat16: %s\n",
       threads, huge_pages ? "yes" : "no",
+      favor::attention::cpu::GemmKernelName(
+          favor::attention::cpu::ActiveGemmKernel()),
       bfloat16.ok() ? "yes" : std::string(bfloat16.message()).c_str());
   favor::model::RegisterAll(bfloat16.ok());
   benchmark::Initialize(&argc, argv);

@@ -1,5 +1,7 @@
 #include "server/attention/cpu_features.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,12 @@ CpuFeatures Detect() {
   // SSE, AVX, opmask, the upper halves of zmm0-15 and zmm16-31.
   const bool os_avx512 = (states & 0xE6) == 0xE6;
   const bool os_amx = (states & (uint64_t{3} << 17)) == (uint64_t{3} << 17);
+  // SSE and AVX (the lower and upper halves of ymm0-15).
+  const bool os_avx = (states & 0x6) == 0x6;
+  features.avx2 = os_avx && Bit(ebx, 5);
+  unsigned eax1 = 0, ebx1 = 0, ecx1 = 0, edx1 = 0;
+  features.fma =
+      os_avx && __get_cpuid(1, &eax1, &ebx1, &ecx1, &edx1) && Bit(ecx1, 12);
   features.avx512f = os_avx512 && Bit(ebx, 16);
   features.avx512bw = os_avx512 && Bit(ebx, 30);
   features.avx512vl = os_avx512 && Bit(ebx, 31);
@@ -74,8 +82,34 @@ CpuFeatures CurrentCpuFeatures() {
   return DetectedCpuFeatures();
 }
 
+absl::StatusOr<CpuFeatures> CapToIsa(CpuFeatures features,
+                                     absl::string_view isa) {
+  if (isa.empty() || isa == "native") return features;
+  if (isa != "avx2" && isa != "baseline") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FAVOR_CPU_ISA is native, avx2 or baseline, not '", isa, "'"));
+  }
+  CpuFeatures capped;
+  if (isa == "avx2") {
+    capped.avx2 = features.avx2;
+    capped.fma = features.fma;
+  }
+  return capped;
+}
+
 CpuFeatures DetectedCpuFeatures() {
-  static const CpuFeatures detected = Detect();
+  static const CpuFeatures detected = [] {
+    const char* isa = std::getenv("FAVOR_CPU_ISA");
+    absl::StatusOr<CpuFeatures> capped =
+        CapToIsa(Detect(), isa != nullptr ? isa : "");
+    // A typo must not pass for a cap: the variable names what to measure.
+    if (!capped.ok()) {
+      std::fprintf(stderr, "%s\n",
+                   std::string(capped.status().message()).c_str());
+      std::abort();
+    }
+    return *capped;
+  }();
   return detected;
 }
 

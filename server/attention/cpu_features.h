@@ -1,6 +1,15 @@
-// The instruction sets of this CPU that Favor's reduced-precision paths need,
-// read once from CPUID (and XGETBV: the operating system must save the
-// registers too), with an override for tests that simulate another CPU.
+// The instruction sets of this CPU that Favor's own kernels choose by, read
+// once from CPUID (and XGETBV: the operating system must save the registers
+// too), with an override for tests that simulate another CPU.
+//
+// The environment variable FAVOR_CPU_ISA caps what is detected, so that an
+// AVX-512 machine can run (and measure) what an AVX2 one runs: "avx2"
+// clears AVX-512 and AMX, "baseline" AVX2 and FMA too; unset or "native"
+// changes nothing. LibTorch, OpenBLAS and oneDNN have caps of their own
+// (ATEN_CPU_CAPABILITY=avx2, OPENBLAS_CORETYPE=Haswell,
+// ONEDNN_MAX_CPU_ISA=AVX2; docs/performance.md). The element-wise loops of
+// cpu_kernels.h and model/row_kernels.h that the loader picks
+// (target_clones) follow the CPU itself.
 //
 // bfloat16 is fast on the CPU only with AVX512-BF16 (`vdpbf16ps`, Zen 4,
 // Cooper Lake and later) or AMX-BF16 (Sapphire Rapids): oneDNN, which
@@ -15,10 +24,15 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace favor::attention::cpu {
 
 struct CpuFeatures {
+  // AVX2 with FMA: the 256-bit register tiles of cpu::Gemm.
+  bool avx2 = false;
+  bool fma = false;
   // AVX-512 Foundation, Byte/Word and Vector Length: the base that both
   // the AVX512-BF16 instructions and oneDNN's bfloat16 kernels build on.
   bool avx512f = false;
@@ -29,8 +43,14 @@ struct CpuFeatures {
   bool avx512_vnni = false;  // vpdpbusd: int8 products (fbgemm)
 };
 
-// What this CPU has: kernels choose their instructions by it.
+// What this CPU has (within FAVOR_CPU_ISA): kernels choose their
+// instructions by it.
 CpuFeatures DetectedCpuFeatures();
+
+// `features` within `isa` (FAVOR_CPU_ISA's values); INVALID_ARGUMENT for
+// another value.
+absl::StatusOr<CpuFeatures> CapToIsa(CpuFeatures features,
+                                     absl::string_view isa);
 
 // DetectedCpuFeatures(), or the override when a test has set one: what
 // start-up checks (CheckBFloat16Support) go by.

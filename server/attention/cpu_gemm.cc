@@ -2,20 +2,36 @@
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
+#include "server/attention/cpu_features.h"
 #include "server/attention/cpu_tiles.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
-#define FAVOR_HAVE_AVX512_GEMM 1
+#define FAVOR_HAVE_TILE_GEMM 1
 #endif
 
 namespace favor::attention::cpu {
 namespace {
 
-std::atomic<bool> gemm_enabled{true};
+std::atomic<GemmKernel> gemm_limit{GemmKernel::kAvx512};
 
-#ifdef FAVOR_HAVE_AVX512_GEMM
+// The AVX2 tile: kAvx2TileRows rows of kAvx2Vectors 8-lane vectors, 12 of
+// the 16 registers as accumulators.
+constexpr int kAvx2TileRows = 4;
+constexpr int kAvx2Vectors = 3;
+
+// Where a tile's sums start: zero, c's values (accumulate), the bias, or
+// both.
+enum class Start { kZero, kC, kBias, kCPlusBias };
+
+Start StartOf(bool accumulate, const float* bias) {
+  if (accumulate) return bias != nullptr ? Start::kCPlusBias : Start::kC;
+  return bias != nullptr ? Start::kBias : Start::kZero;
+}
+
+#ifdef FAVOR_HAVE_TILE_GEMM
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
 // own -Wmaybe-uninitialized then reports (a known false positive).
 #pragma GCC diagnostic push
@@ -26,17 +42,24 @@ std::atomic<bool> gemm_enabled{true};
 // rows of four vectors keep 24 of the 32 registers as accumulators, the
 // classic AVX-512 tile. `mask` selects the columns of the last vector.
 template <int kRows, int kVectors>
-__attribute__((target("avx512f"), always_inline)) inline void Tile(
+__attribute__((target("avx512f"), always_inline)) inline void Tile512(
     int64_t depth, MatrixView a, const float* b, int64_t ldb, float* c,
-    int64_t ldc, bool accumulate, __mmask16 mask) {
+    int64_t ldc, Start start, const float* bias, __mmask16 mask) {
   __m512 acc[kRows][kVectors];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
       const __mmask16 m = v == kVectors - 1 ? mask : __mmask16(0xFFFF);
-      acc[r][v] = accumulate ? _mm512_maskz_loadu_ps(m, c + r * ldc + 16 * v)
-                             : _mm512_setzero_ps();
+      const bool from_c = start == Start::kC || start == Start::kCPlusBias;
+      const bool from_bias =
+          start == Start::kBias || start == Start::kCPlusBias;
+      acc[r][v] = from_c ? _mm512_maskz_loadu_ps(m, c + r * ldc + 16 * v)
+                         : _mm512_setzero_ps();
+      if (from_bias) {
+        acc[r][v] =
+            _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(m, bias + 16 * v));
+      }
     }
   }
   const float* a_k = a.data;
@@ -66,26 +89,111 @@ __attribute__((target("avx512f"), always_inline)) inline void Tile(
   }
 }
 
-__attribute__((target("avx512f"))) void GemmAvx512(int64_t rows, int64_t cols,
-                                                   int64_t depth, MatrixView a,
-                                                   const float* b, int64_t ldb,
-                                                   float* c, int64_t ldc,
-                                                   bool accumulate) {
-  ForEachPanel(
+__attribute__((target("avx512f"))) void GemmAvx512(
+    int64_t rows, int64_t cols, int64_t depth, MatrixView a, const float* b,
+    int64_t ldb, float* c, int64_t ldc, Start start, const float* bias) {
+  ForEachPanel<16, 4>(
       cols, [&](int64_t j, int vectors,
                 int lanes) __attribute__((target("avx512f"))) {
         const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
         WithConstant<4>(
             vectors, [&](auto v) __attribute__((target("avx512f"))) {
               ForEachTile(
-                  rows, [&](int64_t i,
-                            auto r) __attribute__((target("avx512f"))) {
-                    Tile<decltype(r)::value, decltype(v)::value>(
-                        depth,
-                        {a.data + i * a.row_stride, a.row_stride,
-                         a.column_stride},
-                        b + j, ldb, c + i * ldc + j, ldc, accumulate, mask);
-                  });
+                  rows, [&](int64_t i, auto r)
+                            __attribute__((target("avx512f"))) {
+                              Tile512<decltype(r)::value, decltype(v)::value>(
+                                  depth,
+                                  {a.data + i * a.row_stride, a.row_stride,
+                                   a.column_stride},
+                                  b + j, ldb, c + i * ldc + j, ldc, start,
+                                  bias != nullptr ? bias + j : nullptr, mask);
+                            });
+            });
+      });
+}
+
+// The AVX2 tile: rows × (8 · kVectors) of c, six rows of two vectors
+// keeping 12 of the 16 registers as accumulators. AVX2 has no mask
+// registers, and its masked moves are slow (vmaskmovps): only a panel
+// whose last vector is partial (kPartial) uses them, for that vector, with
+// `mask` holding −1 in its lanes in use.
+template <int kRows, int kVectors, bool kPartial>
+__attribute__((target("avx2,fma"), always_inline)) inline void Tile256(
+    int64_t depth, MatrixView a, const float* b, int64_t ldb, float* c,
+    int64_t ldc, Start start, const float* bias, __m256i mask) {
+  const auto load = [mask](const float* p, int v)
+      __attribute__((target("avx2,fma"), always_inline)) {
+    return kPartial && v == kVectors - 1 ? _mm256_maskload_ps(p, mask)
+                                         : _mm256_loadu_ps(p);
+  };
+  __m256 acc[kRows][kVectors];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      const bool from_c = start == Start::kC || start == Start::kCPlusBias;
+      const bool from_bias =
+          start == Start::kBias || start == Start::kCPlusBias;
+      acc[r][v] = from_c ? load(c + r * ldc + 8 * v, v) : _mm256_setzero_ps();
+      if (from_bias)
+        acc[r][v] = _mm256_add_ps(acc[r][v], load(bias + 8 * v, v));
+    }
+  }
+  const float* a_k = a.data;
+  for (int64_t k = 0; k < depth; ++k, a_k += a.column_stride, b += ldb) {
+    __m256 bv[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) bv[v] = load(b + 8 * v, v);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a_k + r * a.row_stride);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) {
+        acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      float* out = c + r * ldc + 8 * v;
+      if (kPartial && v == kVectors - 1) {
+        _mm256_maskstore_ps(out, mask, acc[r][v]);
+      } else {
+        _mm256_storeu_ps(out, acc[r][v]);
+      }
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void GemmAvx2(
+    int64_t rows, int64_t cols, int64_t depth, MatrixView a, const float* b,
+    int64_t ldb, float* c, int64_t ldc, Start start, const float* bias) {
+  ForEachPanel<8, kAvx2Vectors>(
+      cols, [&](int64_t j, int vectors,
+                int lanes) __attribute__((target("avx2,fma"))) {
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), lane);
+        const auto panel = [&](auto v, auto partial)
+            __attribute__((target("avx2,fma"))) {
+          ForEachTile<kAvx2TileRows>(
+              rows, [&](int64_t i, auto r) __attribute__((target("avx2,fma"))) {
+                Tile256<decltype(r)::value, decltype(v)::value,
+                        decltype(partial)::value>(
+                    depth,
+                    {a.data + i * a.row_stride, a.row_stride, a.column_stride},
+                    b + j, ldb, c + i * ldc + j, ldc, start,
+                    bias != nullptr ? bias + j : nullptr, mask);
+              });
+        };
+        WithConstant<kAvx2Vectors>(
+            vectors, [&](auto v) __attribute__((target("avx2,fma"))) {
+              if (lanes == 8) {
+                panel(v, std::false_type());
+              } else {
+                panel(v, std::true_type());
+              }
             });
       });
 }
@@ -95,10 +203,14 @@ __attribute__((target("avx512f"))) void GemmAvx512(int64_t rows, int64_t cols,
 // The same product as plain loops (row of c += a(i, k) · row k of b).
 void GemmPortable(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
                   const float* b, int64_t ldb, float* c, int64_t ldc,
-                  bool accumulate) {
+                  Start start, const float* bias) {
   for (int64_t i = 0; i < rows; ++i) {
     float* c_row = c + i * ldc;
-    if (!accumulate) std::fill(c_row, c_row + cols, 0.0f);
+    if (start == Start::kZero) std::fill(c_row, c_row + cols, 0.0f);
+    if (start == Start::kBias) std::copy(bias, bias + cols, c_row);
+    if (start == Start::kCPlusBias) {
+      for (int64_t j = 0; j < cols; ++j) c_row[j] += bias[j];
+    }
     for (int64_t k = 0; k < depth; ++k) {
       const float a_ik = a.data[i * a.row_stride + k * a.column_stride];
       const float* b_row = b + k * ldb;
@@ -107,35 +219,64 @@ void GemmPortable(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
   }
 }
 
-bool CpuHasAvx512() {
-#ifdef FAVOR_HAVE_AVX512_GEMM
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
+// The widest kernel this CPU runs.
+GemmKernel WidestKernel() {
+#ifdef FAVOR_HAVE_TILE_GEMM
+  static const GemmKernel widest = [] {
+    const CpuFeatures cpu = DetectedCpuFeatures();
+    if (cpu.avx512f) return GemmKernel::kAvx512;
+    if (cpu.avx2 && cpu.fma) return GemmKernel::kAvx2;
+    return GemmKernel::kPortable;
+  }();
+  return widest;
 #else
-  return false;
+  return GemmKernel::kPortable;
 #endif
 }
 
 }  // namespace
 
-bool GemmIsFast() {
-  return CpuHasAvx512() && gemm_enabled.load(std::memory_order_relaxed);
+GemmKernel ActiveGemmKernel() {
+  return std::min(WidestKernel(), gemm_limit.load(std::memory_order_relaxed));
+}
+
+const char* GemmKernelName(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::kPortable:
+      return "portable";
+    case GemmKernel::kAvx2:
+      return "avx2";
+    case GemmKernel::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+bool GemmIsFast() { return ActiveGemmKernel() != GemmKernel::kPortable; }
+
+void LimitGemmKernel(GemmKernel kernel) {
+  gemm_limit.store(kernel, std::memory_order_relaxed);
 }
 
 void SetFastGemmEnabled(bool enabled) {
-  gemm_enabled.store(enabled, std::memory_order_relaxed);
+  LimitGemmKernel(enabled ? GemmKernel::kAvx512 : GemmKernel::kPortable);
 }
 
 void Gemm(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
-          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+          const float* bias) {
   if (rows <= 0 || cols <= 0) return;
-#ifdef FAVOR_HAVE_AVX512_GEMM
-  if (GemmIsFast()) {
-    GemmAvx512(rows, cols, depth, a, b, ldb, c, ldc, accumulate);
-    return;
+  const Start start = StartOf(accumulate, bias);
+  const GemmKernel kernel = ActiveGemmKernel();
+#ifdef FAVOR_HAVE_TILE_GEMM
+  if (kernel != GemmKernel::kPortable) {
+    if (kernel == GemmKernel::kAvx512) {
+      return GemmAvx512(rows, cols, depth, a, b, ldb, c, ldc, start, bias);
+    }
+    return GemmAvx2(rows, cols, depth, a, b, ldb, c, ldc, start, bias);
   }
 #endif
-  GemmPortable(rows, cols, depth, a, b, ldb, c, ldc, accumulate);
+  GemmPortable(rows, cols, depth, a, b, ldb, c, ldc, start, bias);
 }
 
 }  // namespace favor::attention::cpu

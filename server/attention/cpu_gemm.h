@@ -1,12 +1,18 @@
-// A single-threaded fp32 matrix product for the FAVOR+ CPU path, with AVX-512
-// register tiles. It beats the BLAS on that path's shapes (a short inner
-// dimension, one operand read transposed in place, outputs that fit in the
-// L2 cache) because it packs nothing and never zeroes its output first: on
-// one core, FAVOR+'s products run at 0.92-0.94 of OpenBLAS's 2048³ sgemm
-// rate on this kernel and at 0.80 on OpenBLAS (attention_bench's Products
-// rows, docs/performance.md).
+// A single-threaded fp32 matrix product with register tiles (AVX-512, or
+// AVX2 with FMA), for the FAVOR+ CPU path and the encoder's linear layers.
+// It beats the BLAS on their shapes (a few hundred rows of activations
+// against a weight matrix, a short inner dimension, one operand read
+// transposed in place, outputs that fit in the L2 cache) because it packs
+// nothing and never zeroes its output first: the BLAS packs its weight
+// operand again on every call, which costs about a fifth of a 256-row
+// product (docs/performance.md).
 //
-// Implementation detail of server/attention: not for other modules.
+// Each row of c is the same sequence of fused multiply-adds over k whatever
+// the number of rows computed with it, so a row's result does not depend on
+// its batch.
+//
+// Implementation detail of server/attention and server/model: not for other
+// modules.
 #ifndef FAVOR_SERVER_ATTENTION_CPU_GEMM_H_
 #define FAVOR_SERVER_ATTENTION_CPU_GEMM_H_
 
@@ -22,21 +28,35 @@ struct MatrixView {
   int64_t column_stride = 1;
 };
 
-// True when Gemm runs its AVX-512 kernel (this CPU has AVX-512 and tests
-// have not turned it off); elsewhere it is a plain loop, correct but slower
-// than the BLAS, and callers should prefer the BLAS.
+// The kernels Gemm has, narrowest first.
+enum class GemmKernel {
+  kPortable,  // plain loops: correct, slower than the BLAS
+  kAvx2,      // 6 × 16 tiles of 256-bit registers (AVX2 and FMA)
+  kAvx512,    // 6 × 64 tiles of 512-bit registers (AVX-512F)
+};
+
+// The kernel Gemm runs: the widest that this CPU has (DetectedCpuFeatures,
+// so within FAVOR_CPU_ISA) and that LimitGemmKernel allows.
+GemmKernel ActiveGemmKernel();
+const char* GemmKernelName(GemmKernel kernel);  // "portable", "avx2", ...
+
+// True unless Gemm runs its plain loops (then callers should prefer the
+// BLAS).
 bool GemmIsFast();
 
-// For tests and benchmarks (attention_bench --cpu_gemm=0): false makes
-// Gemm take its plain loop and GemmIsFast() false, so that callers take
-// their other path; true restores the default. Process-wide.
+// For tests and benchmarks: Gemm runs no kernel wider than `kernel`
+// (kAvx512: no limit). Process-wide.
+void LimitGemmKernel(GemmKernel kernel);
+// LimitGemmKernel(kAvx512) or LimitGemmKernel(kPortable).
 void SetFastGemmEnabled(bool enabled);
 
 // c[i * ldc + j] (+)= Σ_k a(i, k) · b[k * ldb + j] for i < rows, j < cols,
 // k < depth; with `accumulate` false, c is overwritten (it need not be
-// initialised).
+// initialised). With `bias` (cols floats) the sums also start from bias[j]:
+// y = x·W + b, or with `accumulate` a residual r += x·W + b, in one pass.
 void Gemm(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
-          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
+          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+          const float* bias = nullptr);
 
 }  // namespace favor::attention::cpu
 

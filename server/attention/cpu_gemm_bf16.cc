@@ -103,16 +103,17 @@ FAVOR_BF16_TARGET void GemmAvx512BF16(int64_t rows, int64_t cols, int64_t depth,
                                       PairLayout a,
                                       const BFloat16Bits* packed_b, float* c,
                                       int64_t ldc, bool accumulate) {
-  ForEachPanel(cols, [&](int64_t j, int vectors, int lanes) FAVOR_BF16_TARGET {
-    const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
-    WithConstant<4>(vectors, [&](auto v) FAVOR_BF16_TARGET {
-      ForEachTile(rows, [&](int64_t i, auto r) FAVOR_BF16_TARGET {
-        Tile<decltype(r)::value, decltype(v)::value>(
-            depth, a.FromRow(i), packed_b + 2 * j, cols, c + i * ldc + j, ldc,
-            accumulate, mask);
+  ForEachPanel<16, 4>(
+      cols, [&](int64_t j, int vectors, int lanes) FAVOR_BF16_TARGET {
+        const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
+        WithConstant<4>(vectors, [&](auto v) FAVOR_BF16_TARGET {
+          ForEachTile(rows, [&](int64_t i, auto r) FAVOR_BF16_TARGET {
+            Tile<decltype(r)::value, decltype(v)::value>(
+                depth, a.FromRow(i), packed_b + 2 * j, cols, c + i * ldc + j,
+                ldc, accumulate, mask);
+          });
+        });
       });
-    });
-  });
 }
 
 // 16 float32 → their bfloat16 bits in the upper halves of 32-bit lanes,

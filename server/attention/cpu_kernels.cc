@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "server/attention/cpu_features.h"
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define FAVOR_HAVE_AVX512_PATH 1
@@ -250,7 +252,7 @@ using RowExpFn = void (*)(float*, int64_t, float, float, float*);
 RowExpFn RowExp() {
   static const RowExpFn fn = [] {
 #ifdef FAVOR_HAVE_AVX512_PATH
-    if (__builtin_cpu_supports("avx512f")) return &RowExpAvx512;
+    if (DetectedCpuFeatures().avx512f) return &RowExpAvx512;
 #endif
     return &RowExpPortable;
   }();

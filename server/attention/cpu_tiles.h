@@ -1,8 +1,9 @@
 // The loops that the register-tile products (cpu_gemm.cc in float32,
 // cpu_gemm_bf16.cc in bfloat16) share: a product's columns go in panels of
-// up to four 16-lane vectors, the last one masked, and each panel's rows in
-// tiles of up to six; tile shapes are template arguments (the accumulators
-// must be registers), chosen here from run-time counts.
+// up to kMaxVectors vectors of kLanes lanes (AVX-512: four of 16; AVX2: two
+// of 8), the last one masked, and each panel's rows in tiles of up to six;
+// tile shapes are template arguments (the accumulators must be registers),
+// chosen here from run-time counts.
 //
 // The callbacks are lambdas carrying the caller's target attribute (GCC
 // does not inline AVX-512 code into functions without it).
@@ -16,11 +17,9 @@
 
 namespace favor::attention::cpu {
 
-// Rows per full tile: six rows of four vectors keep 24 of the 32 AVX-512
+// Rows per full AVX-512 tile: six rows of four vectors keep 24 of the 32
 // registers as accumulators, the classic tile.
-inline constexpr int64_t kTileRows = 6;
-// Columns per panel: four vectors of 16 lanes.
-inline constexpr int64_t kPanelColumns = 64;
+inline constexpr int kTileRows = 6;
 
 // fn(std::integral_constant<int, n>()) for a run-time 1 ≤ n ≤ kMax.
 template <int kMax, typename Fn>
@@ -34,27 +33,28 @@ inline void WithConstant(int64_t n, Fn&& fn) {
   }
 }
 
-// panel(j, vectors, lanes) for each panel of columns [j, j + 64) of
-// `cols`: `vectors` 16-lane vectors wide, the last with `lanes` lanes
-// (1 to 16) in use.
-template <typename Fn>
+// panel(j, vectors, lanes) for each panel of columns [j, j + kLanes ·
+// kMaxVectors) of `cols`: `vectors` vectors of kLanes lanes wide, the last
+// with `lanes` lanes (1 to kLanes) in use.
+template <int kLanes, int kMaxVectors, typename Fn>
 inline void ForEachPanel(int64_t cols, Fn&& panel) {
+  constexpr int64_t kPanelColumns = int64_t{kLanes} * kMaxVectors;
   for (int64_t j = 0; j < cols; j += kPanelColumns) {
     const int64_t width = cols - j < kPanelColumns ? cols - j : kPanelColumns;
-    const int vectors = static_cast<int>((width + 15) / 16);
-    panel(j, vectors, static_cast<int>(width - 16 * (vectors - 1)));
+    const int vectors = static_cast<int>((width + kLanes - 1) / kLanes);
+    panel(j, vectors, static_cast<int>(width - kLanes * (vectors - 1)));
   }
 }
 
 // tile(i, std::integral_constant<int, rows>()) for each tile of rows
-// [i, i + rows) of `rows`: full tiles of kTileRows, then the remainder.
-template <typename Fn>
+// [i, i + rows) of `rows`: full tiles of kRows, then the remainder.
+template <int kRows = kTileRows, typename Fn>
 inline void ForEachTile(int64_t rows, Fn&& tile) {
   int64_t i = 0;
-  for (; i + kTileRows <= rows; i += kTileRows) {
-    tile(i, std::integral_constant<int, kTileRows>());
+  for (; i + kRows <= rows; i += kRows) {
+    tile(i, std::integral_constant<int, kRows>());
   }
-  WithConstant<kTileRows - 1>(rows - i, [&](auto count) { tile(i, count); });
+  WithConstant<kRows - 1>(rows - i, [&](auto count) { tile(i, count); });
 }
 
 }  // namespace favor::attention::cpu

@@ -50,14 +50,22 @@ cpu::BFloat16Bits* ScratchBF16(ScratchSlot slot, int64_t elements) {
       ScratchBytes(slot, elements, at::kBFloat16));
 }
 
+// Whether the path's products run on cpu::Gemm: with its AVX-512 tiles. Its
+// AVX2 tiles ran FAVOR+'s products at 0.89-0.91 of the BLAS's rate in
+// 512-token steps (attention_bench's Products rows with FAVOR_CPU_ISA=avx2,
+// docs/performance.md), so AVX2 keeps the BLAS here.
+bool ProductsOnGemm() {
+  return cpu::ActiveGemmKernel() == cpu::GemmKernel::kAvx512;
+}
+
 // c (+)= a · b for the CPU path, on raw row-major operands (b and c with
-// unit column stride): the AVX-512 cpu::Gemm where this CPU has it, else
-// the BLAS. Raw pointers, not tensors: the loops around it take 64-token
-// steps, where the cost of creating tensor views would show.
+// unit column stride): cpu::Gemm where ProductsOnGemm(), else the BLAS. Raw
+// pointers, not tensors: the loops around it take 64-token steps, where the
+// cost of creating tensor views would show.
 void MatMul(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,
             const float* b, int64_t ldb, float* c, int64_t ldc,
             bool accumulate) {
-  if (cpu::GemmIsFast()) {
+  if (ProductsOnGemm()) {
     cpu::Gemm(rows, cols, depth, a, b, ldb, c, ldc, accumulate);
     return;
   }
@@ -91,7 +99,7 @@ cpu::LogitAffine AffineOf(const HeadGroup& group) {
 // packing.
 int64_t CpuChunkTokens(const AttentionOptions& options, int64_t tokens) {
   constexpr int64_t kGemmBlockTokens = 64;
-  const int64_t chunk = cpu::GemmIsFast()
+  const int64_t chunk = ProductsOnGemm()
                             ? std::min(options.chunk_tokens, kGemmBlockTokens)
                             : options.chunk_tokens;
   return std::min(chunk, tokens);

@@ -137,6 +137,22 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
 void Encoder::FinishLayer(const LayerWeights& layer, at::Tensor& a,
                           const at::Tensor& attended) const {
   const bool pre = config_.norm_placement == NormPlacement::kPre;
+  if (a.scalar_type() == at::kFloat) {
+    // Residual sums and norms in place: a += attended·Wo + bo, then
+    // a += act(x·Wi + bi)·W2 + b2, each product starting from the residual.
+    Blocks(a.size(0), [&](int64_t begin, int64_t end) {
+      const int64_t rows = end - begin;
+      at::Tensor a_rows = a.narrow(0, begin, rows);
+      layer.attention.output.AddInto(attended.narrow(0, begin, rows), a_rows);
+      if (!pre) layer.attention_norm.InPlace(a_rows);
+      at::Tensor inner =
+          layer.intermediate(pre ? layer.output_norm(a_rows) : a_rows);
+      ActivateInPlace(config_.hidden_act, inner);
+      layer.output.AddInto(inner, a_rows);
+      if (!pre) layer.output_norm.InPlace(a_rows);
+    });
+    return;
+  }
   Blocks(a.size(0), [&](int64_t begin, int64_t end) {
     const int64_t rows = end - begin;
     at::Tensor a_rows = a.narrow(0, begin, rows);

@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "server/attention/cpu_features.h"
+#include "server/attention/cpu_gemm.h"
+#include "server/model/row_kernels.h"
 
 namespace favor::model::internal {
 
@@ -47,6 +49,30 @@ at::Tensor Product(const at::Tensor& x, const at::Tensor& weight_t,
   return at::addmm(bias, x, weight_t);
 }
 
+// Whether y = x·W + b runs on cpu::Gemm: float32 on the CPU with its
+// register tiles, every operand's rows contiguous. The BLAS would pack W
+// again for every row block (a fifth of the product's time at 256 rows).
+// (`out` too, when given.)
+bool OnTileGemm(const at::Tensor& x, const at::Tensor& weight_t,
+                const at::Tensor& bias, const at::Tensor* out = nullptr) {
+  return attention::cpu::GemmIsFast() && x.is_cpu() &&
+         x.scalar_type() == at::kFloat &&
+         weight_t.scalar_type() == at::kFloat &&
+         bias.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1 &&
+         weight_t.stride(1) == 1 && bias.stride(0) == 1 &&
+         (out == nullptr ||
+          (out->scalar_type() == at::kFloat && out->stride(1) == 1));
+}
+
+void TileProduct(const at::Tensor& x, const at::Tensor& weight_t,
+                 const at::Tensor& bias, at::Tensor& out) {
+  attention::cpu::Gemm(x.size(0), weight_t.size(1), x.size(1),
+                       {x.data_ptr<float>(), x.stride(0), 1},
+                       weight_t.data_ptr<float>(), weight_t.stride(0),
+                       out.data_ptr<float>(), out.stride(0),
+                       /*accumulate=*/false, bias.data_ptr<float>());
+}
+
 // x padded with zero rows to kMinProductRows; x itself when it has enough.
 at::Tensor Padded(const at::Tensor& x) {
   if (x.size(0) >= kMinProductRows) return x;
@@ -58,12 +84,31 @@ at::Tensor Padded(const at::Tensor& x) {
 }  // namespace
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
+  if (OnTileGemm(x, weight_t, bias)) {
+    at::Tensor out = at::empty({x.size(0), weight_t.size(1)}, x.options());
+    TileProduct(x, weight_t, bias, out);
+    return out;
+  }
   const at::Tensor y = Product(Padded(x), weight_t, bias);
   return y.size(0) == x.size(0) ? y : y.narrow(0, 0, x.size(0));
 }
 
+void Linear::AddInto(const at::Tensor& x, at::Tensor& out) const {
+  if (OnTileGemm(x, weight_t, bias, &out)) {
+    attention::cpu::Gemm(x.size(0), weight_t.size(1), x.size(1),
+                         {x.data_ptr<float>(), x.stride(0), 1},
+                         weight_t.data_ptr<float>(), weight_t.stride(0),
+                         out.data_ptr<float>(), out.stride(0),
+                         /*accumulate=*/true, bias.data_ptr<float>());
+  } else {
+    out.add_((*this)(x));
+  }
+}
+
 void Linear::Into(const at::Tensor& x, at::Tensor& out) const {
-  if (x.size(0) >= kMinProductRows && x.scalar_type() == at::kFloat) {
+  if (OnTileGemm(x, weight_t, bias, &out)) {
+    TileProduct(x, weight_t, bias, out);
+  } else if (x.size(0) >= kMinProductRows && x.scalar_type() == at::kFloat) {
     at::addmm_out(out, bias, x, weight_t);
   } else {
     out.copy_((*this)(x));
@@ -81,13 +126,27 @@ at::Tensor Norm::operator()(const at::Tensor& x) const {
   return (x32 * (scale.to(at::kFloat) / norm)).to(x.scalar_type());
 }
 
+void Norm::InPlace(at::Tensor& x) const {
+  if (type == NormType::kLayerNorm && weight.defined() && bias.defined() &&
+      x.is_cpu() && x.scalar_type() == at::kFloat &&
+      weight.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat &&
+      x.dim() == 2 && x.stride(1) == 1 && weight.is_contiguous() &&
+      bias.is_contiguous()) {
+    LayerNormRowsInPlace(x.data_ptr<float>(), x.size(0), x.size(1), x.stride(0),
+                         weight.data_ptr<float>(), bias.data_ptr<float>(),
+                         static_cast<float>(eps));
+    return;
+  }
+  x.copy_((*this)(x));
+}
+
 void ActivateInPlace(Activation activation, at::Tensor& x) {
   switch (activation) {
     case Activation::kGelu:
-      x = at::gelu(x, "none");
+      at::gelu_(x, "none");
       return;
     case Activation::kGeluTanh:
-      x = at::gelu(x, "tanh");
+      at::gelu_(x, "tanh");
       return;
     case Activation::kRelu:
       x.relu_();
@@ -162,6 +221,15 @@ RotaryTables RotaryAngles::Rows(int64_t begin, int64_t count) const {
 void ApplyRotaryInPlace(at::Tensor x, const at::Tensor& cos,
                         const at::Tensor& sin) {
   const int64_t half = x.size(2) / 2;
+  if (x.is_cpu() && x.scalar_type() == at::kFloat &&
+      cos.scalar_type() == at::kFloat && sin.scalar_type() == at::kFloat &&
+      x.stride(2) == 1 && x.stride(1) == x.size(2) && cos.is_contiguous() &&
+      sin.is_contiguous()) {
+    RotateHalfInPlace(x.data_ptr<float>(), x.size(0), x.size(1), x.size(2),
+                      x.stride(0), cos.data_ptr<float>(),
+                      sin.data_ptr<float>());
+    return;
+  }
   at::Tensor first = x.narrow(2, 0, half);
   at::Tensor second = x.narrow(2, half, half);
   const at::Tensor c = cos.unsqueeze(1).to(x.scalar_type());

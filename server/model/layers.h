@@ -38,8 +38,8 @@ void ForEachRowBlock(int64_t rows, int64_t block_rows, bool parallel, Fn&& fn) {
   if (threads && rows < block_rows * at::get_num_threads()) {
     const int64_t per_thread =
         (rows + at::get_num_threads() - 1) / at::get_num_threads();
-    block_rows = std::min(block_rows,
-                          std::max(kMinParallelBlockRows, per_thread));
+    block_rows =
+        std::min(block_rows, std::max(kMinParallelBlockRows, per_thread));
   }
   const int64_t blocks = (rows + block_rows - 1) / block_rows;
   auto run_block = [&](int64_t b) {
@@ -64,7 +64,10 @@ void ForEachRowBlock(int64_t rows, int64_t block_rows, bool parallel, Fn&& fn) {
 }
 
 // y = x Wᵀ + b (PyTorch's nn.Linear), with W stored transposed so that the
-// product is one GEMM without a transpose.
+// product is one GEMM without a transpose. In float32 on a CPU with
+// cpu::Gemm's register tiles (AVX-512, or AVX2 with FMA) it runs there, the
+// bias added as the sums start, and each row's result is the same bits in
+// any block; elsewhere on LibTorch (the BLAS, oneDNN, CUDA).
 struct Linear {
   at::Tensor weight_t;  // (in, out); may be a column slice of a wider matrix
   at::Tensor bias;      // (out)
@@ -75,9 +78,13 @@ struct Linear {
   at::Tensor operator()(const at::Tensor& x) const;
   // The same product written into `out` (x's rows, out features).
   void Into(const at::Tensor& x, at::Tensor& out) const;
+  // out += x Wᵀ + b: a residual sum in place, in one pass on cpu::Gemm
+  // (the residual is where the sums start).
+  void AddInto(const at::Tensor& x, at::Tensor& out) const;
 };
 
-// Fewest rows a product is computed with. Below 4 rows LibTorch's BLAS
+// Fewest rows a product on the BLAS is computed with. Below 4 rows LibTorch's
+// BLAS
 // takes other kernels, which sum in another order, so a row's result
 // would depend on how many rows share its block (a short sequence alone
 // or packed with others, a block's tail): fewer rows are computed as the
@@ -94,6 +101,9 @@ struct Norm {
   double eps = 1e-12;
 
   at::Tensor operator()(const at::Tensor& x) const;
+  // x = norm(x), in one pass per row for float32 LayerNorm on the CPU
+  // (row_kernels.h).
+  void InPlace(at::Tensor& x) const;
 };
 
 // The feed-forward activation, in place on `x` (a fresh intermediate).

@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "server/attention/cpu_features.h"
 
 namespace favor::attention::cpu {
 namespace {
@@ -14,9 +18,11 @@ struct Shape {
 };
 
 // Runs Gemm on random operands (a read through `transposed` strides when
-// asked, every leading dimension padded) and checks every element of c
-// against a double-precision sum, and that the padding is untouched.
-void CheckAgainstDoubleSums(const Shape& s, bool transposed, bool accumulate) {
+// asked, every leading dimension padded; with `with_bias`, a bias vector)
+// and checks every element of c against a
+// double-precision sum, and that the padding is untouched.
+void CheckAgainstDoubleSums(const Shape& s, bool transposed, bool accumulate,
+                            bool with_bias = false) {
   std::mt19937 rng(static_cast<uint32_t>(s.rows * 1000003 + s.cols * 1009 +
                                          s.depth * 7 + transposed));
   std::normal_distribution<float> normal;
@@ -24,13 +30,17 @@ void CheckAgainstDoubleSums(const Shape& s, bool transposed, bool accumulate) {
   const int64_t ldb = s.cols + 5, ldc = s.cols + 2;
   std::vector<float> a((transposed ? s.depth : s.rows) * lda + 1);
   std::vector<float> b(s.depth * ldb + 1), c(s.rows * ldc + 1);
+  std::vector<float> bias(s.cols);
   for (float& x : a) x = normal(rng);
   for (float& x : b) x = normal(rng);
   for (float& x : c) x = normal(rng);
+  for (float& x : bias) x = normal(rng);
+  const float* bias_data = with_bias ? bias.data() : nullptr;
   const std::vector<float> c_before = c;
   const MatrixView view =
       transposed ? MatrixView{a.data(), 1, lda} : MatrixView{a.data(), lda, 1};
-  Gemm(s.rows, s.cols, s.depth, view, b.data(), ldb, c.data(), ldc, accumulate);
+  Gemm(s.rows, s.cols, s.depth, view, b.data(), ldb, c.data(), ldc, accumulate,
+       bias_data);
   for (int64_t i = 0; i < s.rows; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
       const float got = c[i * ldc + j];
@@ -39,7 +49,8 @@ void CheckAgainstDoubleSums(const Shape& s, bool transposed, bool accumulate) {
             << "padding written at " << i << "," << j;
         continue;
       }
-      double want = accumulate ? c_before[i * ldc + j] : 0.0;
+      double want = (accumulate ? c_before[i * ldc + j] : 0.0) +
+                    (with_bias ? bias[j] : 0.0);
       double magnitude = std::abs(want);
       for (int64_t k = 0; k < s.depth; ++k) {
         const double product =
@@ -56,7 +67,7 @@ void CheckAgainstDoubleSums(const Shape& s, bool transposed, bool accumulate) {
       ASSERT_NEAR(got, want, bound)
           << "element " << i << "," << j << " of " << s.rows << "x" << s.cols
           << "x" << s.depth << (transposed ? " transposed" : "")
-          << (accumulate ? " accumulate" : "");
+          << (accumulate ? " accumulate" : "") << (with_bias ? " bias" : "");
     }
   }
   ASSERT_EQ(c.back(), c_before.back());
@@ -65,37 +76,51 @@ void CheckAgainstDoubleSums(const Shape& s, bool transposed, bool accumulate) {
 std::vector<Shape> Shapes() {
   std::vector<Shape> shapes;
   // Every remainder of the six-row tiles, every panel width (one to four
-  // vectors, full and masked), and depths from none to FAVOR+'s.
+  // vectors, full and masked), and depths from none to past one depth
+  // block (128), in two blocks and a part.
   for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 64}) {
     for (int64_t cols : {1, 8, 16, 17, 33, 48, 64, 65, 100, 256}) {
-      for (int64_t depth : {0, 1, 7, 64}) shapes.push_back({rows, cols, depth});
+      for (int64_t depth : {0, 1, 7, 64, 300}) {
+        shapes.push_back({rows, cols, depth});
+      }
     }
   }
   return shapes;
 }
 
-class GemmTest : public testing::TestWithParam<bool> {
+// Every kernel this CPU runs; the others skip, saying so.
+class GemmTest : public testing::TestWithParam<GemmKernel> {
  protected:
-  void SetUp() override { SetFastGemmEnabled(GetParam()); }
-  void TearDown() override { SetFastGemmEnabled(true); }
+  void SetUp() override {
+    LimitGemmKernel(GetParam());
+    if (ActiveGemmKernel() != GetParam()) {
+      GTEST_SKIP() << "this CPU has no " << GemmKernelName(GetParam())
+                   << " kernel (FAVOR_CPU_ISA may cap it)";
+    }
+  }
+  void TearDown() override { LimitGemmKernel(GemmKernel::kAvx512); }
 };
 
 TEST_P(GemmTest, MatchesDoubleSums) {
   for (const Shape& s : Shapes()) {
     for (bool transposed : {false, true}) {
       for (bool accumulate : {false, true}) {
-        CheckAgainstDoubleSums(s, transposed, accumulate);
-        if (HasFatalFailure()) return;
+        for (bool with_bias : {false, true}) {
+          CheckAgainstDoubleSums(s, transposed, accumulate, with_bias);
+          if (HasFatalFailure()) return;
+        }
       }
     }
   }
 }
 
-// FAVOR+'s three products at their real sizes: 64 tokens, d = 64, m = 256.
-TEST_P(GemmTest, MatchesDoubleSumsAtFavorShapes) {
+// FAVOR+'s three products at their real sizes: 64 tokens, d = 64, m = 256;
+// and a linear layer's: 256 rows of 256 features to 768, with its bias.
+TEST_P(GemmTest, MatchesDoubleSumsAtFavorAndLinearShapes) {
   CheckAgainstDoubleSums({64, 256, 64}, false, false);  // u = x · Wᵀ
   CheckAgainstDoubleSums({256, 64, 64}, true, true);    // S += uᵀ · v
   CheckAgainstDoubleSums({64, 64, 256}, false, false);  // numerators = u · S
+  CheckAgainstDoubleSums({256, 768, 256}, false, false, /*with_bias=*/true);
 }
 
 TEST_P(GemmTest, OverwritesUninitialisedOutput) {
@@ -105,6 +130,11 @@ TEST_P(GemmTest, OverwritesUninitialisedOutput) {
   Gemm(rows, cols, depth, {a.data(), depth, 1}, b.data(), cols, c.data(), cols,
        /*accumulate=*/false);
   for (float x : c) EXPECT_EQ(x, 6.0f);
+  const std::vector<float> bias(cols, 0.5f);
+  std::fill(c.begin(), c.end(), std::nanf(""));
+  Gemm(rows, cols, depth, {a.data(), depth, 1}, b.data(), cols, c.data(), cols,
+       /*accumulate=*/false, bias.data());
+  for (float x : c) EXPECT_EQ(x, 6.5f);
 }
 
 TEST_P(GemmTest, EmptyShapesTouchNothing) {
@@ -115,18 +145,50 @@ TEST_P(GemmTest, EmptyShapesTouchNothing) {
   for (float x : c) EXPECT_EQ(x, 5.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(FastAndPortable, GemmTest, testing::Bool(),
-                         [](const testing::TestParamInfo<bool>& param_info) {
-                           return param_info.param ? "Fast" : "Portable";
-                         });
+// A row's sums do not depend on the rows computed with it: the same bits
+// alone, in any tile position and in any number of rows.
+TEST_P(GemmTest, ARowIsTheSameBitsInAnyNumberOfRows) {
+  const int64_t depth = 256, cols = 100;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(13 * depth), b(depth * cols), bias(cols);
+  for (float& x : a) x = normal(rng);
+  for (float& x : b) x = normal(rng);
+  for (float& x : bias) x = normal(rng);
+  std::vector<float> all(13 * cols), one(cols);
+  Gemm(13, cols, depth, {a.data(), depth, 1}, b.data(), cols, all.data(), cols,
+       false, bias.data());
+  for (int64_t i = 0; i < 13; ++i) {
+    Gemm(1, cols, depth, {a.data() + i * depth, depth, 1}, b.data(), cols,
+         one.data(), cols, false, bias.data());
+    for (int64_t j = 0; j < cols; ++j) {
+      ASSERT_EQ(one[j], all[i * cols + j]) << "row " << i << ", column " << j;
+    }
+  }
+}
 
-TEST(GemmSelectionTest, IsFastWhereTheCpuHasAvx512) {
+INSTANTIATE_TEST_SUITE_P(
+    EveryKernel, GemmTest,
+    testing::Values(GemmKernel::kPortable, GemmKernel::kAvx2,
+                    GemmKernel::kAvx512),
+    [](const testing::TestParamInfo<GemmKernel>& param_info) {
+      return std::string(GemmKernelName(param_info.param));
+    });
+
+TEST(GemmSelectionTest, RunsTheWidestKernelTheCpuHas) {
+  const CpuFeatures cpu = DetectedCpuFeatures();
+  const GemmKernel widest = cpu.avx512f           ? GemmKernel::kAvx512
+                            : cpu.avx2 && cpu.fma ? GemmKernel::kAvx2
+                                                  : GemmKernel::kPortable;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  EXPECT_EQ(GemmIsFast(), __builtin_cpu_supports("avx512f") != 0);
+  EXPECT_EQ(ActiveGemmKernel(), widest);
 #endif
+  LimitGemmKernel(GemmKernel::kAvx2);
+  EXPECT_EQ(ActiveGemmKernel(), std::min(widest, GemmKernel::kAvx2));
   SetFastGemmEnabled(false);
   EXPECT_FALSE(GemmIsFast());
   SetFastGemmEnabled(true);
+  EXPECT_EQ(ActiveGemmKernel(), widest);
 }
 
 }  // namespace
