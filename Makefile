@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 3600
 
 .PHONY: deps configure build test test-platform serve bench soak image image-gpu \
 	format clean fuzz-build fuzz mutate train-default train-data retrieval-bench \
-	transfer-study
+	transfer-study bench-peers
 
 deps:
 	@scripts/install-deps.sh
@@ -82,6 +82,17 @@ bench: build
 	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/model_bench --benchmark_repetitions=3
 	@OMP_WAIT_POLICY=passive $(BUILD_DIR)/bench/gemm_bf16_bench --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
 	@$(BUILD_DIR)/bench/tokenizer_bench --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
+
+# Favor against ONNX Runtime on the same encoder (bench/peer_ort/): installs
+# onnxruntime-node into $(BUILD_DIR)/peers once, exports the default model
+# and its softmax twin to ONNX, checks parity with favor-server, then times
+# the programs in turns and prints the table with issue 35's goals.
+# PEER_BENCH_FLAGS="--rounds 5" for more rounds (3 by default).
+PEER_BENCH_FLAGS ?=
+bench-peers: build
+	@bench/peer_ort/setup.sh $(BUILD_DIR)
+	@/usr/bin/python3 bench/peer_ort/peer_bench.py --build-dir $(BUILD_DIR) \
+		$(PEER_BENCH_FLAGS)
 
 # A long mixed load with a reload a minute, sampling RSS, file descriptors,
 # threads and p99 every 10 s (docs/reliability.md).

@@ -1,0 +1,436 @@
+#!/usr/bin/python3
+"""Favor against ONNX Runtime on the same encoder (issue 35's peer table).
+
+    peer_bench.py [--build-dir build] [--model DIR] [--rounds 3]
+    peer_bench.py --setup --parity-only   (the ctest smoke check)
+
+Needs setup.sh's onnxruntime-node in BUILD/peers (make bench-peers runs
+setup.sh first; --setup runs it here, and exits 77, a skip, when npm cannot
+install it).
+Steps:
+  1. export.py writes BUILD/peers/favor.onnx and softmax.onnx from the model
+     folder (default: BUILD/models/default) and checks them against PyTorch;
+  2. parity: ONNX Runtime's FAVOR+ embeddings equal favor-server's
+     (POST /v1/favor/Embed with token ids, on loopback) to 1e-4, relative
+     max abs error per vector, on a few inputs, one of them long enough for
+     the server's chunked attention; a failure exits 1 before any timing;
+  3. rounds: in each, for each shape, the machine's sgemm rate, Favor
+     (model_bench's favor+ row), ONNX Runtime exact, ONNX Runtime FAVOR+,
+     one program at a time, so that every ratio comes from the same minutes
+     on a shared, noisy machine (whose speed can change by 2x from one
+     minute to the next); 2 threads for all of them. Each shape's block
+     also reports how much of the CPUs other processes (and the
+     hypervisor's steal) took meanwhile: ONNX Runtime's threads spin while
+     they wait, so they lose more than Favor's to a neighbour, and ratios
+     measured beside one are not those of a quiet machine;
+  4. the table (ranges over all rounds), then each goal of issue 35 marked
+     met or not met on the median of its per-round ratio over the quiet
+     rounds (others took at most 10% of the CPUs), or over all rounds,
+     said so, when none was quiet. The exit status is 0 whatever the goals
+     (a benchmark, not a test).
+
+What is timed: the encoder forward over token ids to the pooled, normalised
+embedding. model_bench's Model::Embed does that (on a random model of the
+default's shape: the work does not depend on the weights), and so does the
+exported graph (see export.py); model_bench's rate is tokens over the
+total time of its iterations, i.e. a mean, with the best repetition beside
+it; ONNX Runtime's mean is the same over its timed runs (run_ort.mjs).
+
+sgemm: torch.mm in float32 on two 2048 x 2048 matrices, in /usr/bin/python3
+(Debian's torch, whose torch.mm calls OpenBLAS), 2 threads, best of 3
+batches of 5 products, just before each Favor measurement. Favor's share of it counts the
+encoder's FLOPs per token, from config.json:
+    layers x (8 h^2 + 4 h F + 8 m h)
+linear layers (query, key, value, output: 2 h^2 each; feed-forward h x F
+and F x h: 2 h F each) plus FAVOR+ with m features per head of size d
+(H d = h): the two projections of q' and k' (2 m d each), phi(k)^T v
+(2 m d) and phi(q) (phi(k)^T v) (2 m d). Element-wise work (exp, norms,
+GELU, rotary) and the normaliser's O(m) per head are not counted. The
+default model: 4 x (524,288 + 1,048,576 + 524,288) = 8.39 MFLOP a token.
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import torch
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(_HERE, "..", "..", "tools", "train_default"))
+import serving  # noqa: E402
+
+SHAPES = ((64, 128), (1, 512), (1, 4096), (1, 32768))
+EXACT_MAX_LENGTH = 4096  # exact attention is quadratic: minutes past this
+# ONNX Runtime's (warm-up passes, timed passes) per shape: a few seconds
+# of timed work each.
+ORT_PASSES = {(64, 128): (2, 5), (1, 512): (3, 20), (1, 4096): (1, 4),
+              (1, 32768): (1, 2)}
+FAVOR_REPETITIONS = 3
+THREADS = 2
+PARITY_TOLERANCE = 1e-4
+# batch x length: a batch (the server packs the three), a short input, and
+# inputs longer than the server's 256-token attention chunks.
+PARITY_SHAPES = ((3, 64), (1, 5), (1, 700), (1, 2500))
+SMOKE_PARITY_SHAPES = ((2, 8), (1, 300))
+# The shape model_bench's BenchConfig builds; the table compares it with an
+# export of --model, so the two must agree.
+MODEL_BENCH_SHAPE = {"num_hidden_layers": 4, "hidden_size": 256,
+                     "num_attention_heads": 4, "intermediate_size": 1024,
+                     "num_random_features": 256}
+GOAL_VS_EXACT, GOAL_VS_FAVOR, GOAL_SGEMM = 1.15, 1.5, 0.70
+# Share of the CPUs other processes may take during a block before the
+# run warns that its ratios are not a quiet machine's.
+NOISY_SHARE = 0.10
+
+
+def flops_per_token(config):
+    h, f = config["hidden_size"], config["intermediate_size"]
+    m = config["attention"]["num_random_features"]
+    return config["num_hidden_layers"] * (8 * h * h + 4 * h * f + 8 * m * h)
+
+
+def check_shape(config):
+    have = dict(config, num_random_features=config["attention"]["num_random_features"])
+    wrong = [k for k, v in MODEL_BENCH_SHAPE.items() if have.get(k) != v]
+    if wrong:
+        print(f"warning: the model's {', '.join(wrong)} differ from model_bench's "
+              f"{MODEL_BENCH_SHAPE}: Favor and ONNX Runtime compute different work")
+
+
+# ---- the programs measured
+
+
+def cpu_seconds():
+    """(CPU seconds the whole machine was busy or stolen, those of this
+    process and its finished children)."""
+    with open("/proc/stat") as f:
+        jiffies = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _, _, irq, softirq, steal = jiffies[:8]
+    machine = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    ours = sum(r.ru_utime + r.ru_stime for r in (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return machine, ours
+
+
+class ForeignLoad:
+    """Share of the CPUs that others took between start() and share()."""
+
+    def start(self):
+        self.wall, (self.machine, self.ours) = time.time(), cpu_seconds()
+
+    def share(self):
+        machine, ours = cpu_seconds()
+        others = (machine - self.machine) - (ours - self.ours)
+        return max(0.0, others) / ((time.time() - self.wall) * os.cpu_count())
+
+
+
+def sgemm_gflops():
+    """Best GFLOP/s of torch.mm on 2048 x 2048 float32 matrices. Debian's
+    torch.mm calls OpenBLAS, whose own threads OPENBLAS_NUM_THREADS sets
+    (torch.set_num_threads does not reach them)."""
+    code = ("import time, torch\n"
+            f"torch.set_num_threads({THREADS})\n"
+            "a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)\n"
+            "torch.mm(a, b); torch.mm(a, b)\n"
+            "best = 0\n"
+            "for _ in range(3):\n"
+            "    start = time.perf_counter()\n"
+            "    for _ in range(5): torch.mm(a, b)\n"
+            "    best = max(best, 5 * 2 * 2048 ** 3 / (time.perf_counter() - start))\n"
+            "print(best / 1e9)\n")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(THREADS),
+               OMP_NUM_THREADS=str(THREADS))
+    return float(subprocess.run(["/usr/bin/python3", "-c", code], env=env,
+                                check=True, capture_output=True, text=True).stdout)
+
+
+def cpu_description():
+    """The CPU's name and vector extensions: issue 35's goals are for AVX2
+    machines, and a table means little without the CPU it was measured on."""
+    name, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    extensions = [e for e in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if e in flags]
+    return f"CPU: {name}, {os.cpu_count()} cores, {' '.join(extensions) or 'no AVX2'}"
+
+
+def model_bench_row(shape):
+    batch, length = shape
+    return f"favor+/{batch}x{length}" if batch > 1 else f"favor+/L={length}"
+
+
+def favor_rate(build, shape):
+    """{"mean", "best"} tokens/s of model_bench's favor+ row, or None when
+    it has no such row."""
+    row = model_bench_row(shape)
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        # OMP_WAIT_POLICY=passive: LibTorch's idle OpenMP threads sleep
+        # instead of spinning on the two cores the next program needs.
+        ran = subprocess.run(
+            [os.path.join(build, "bench", "model_bench"), f"--threads={THREADS}",
+             "--benchmark_filter=^" + row.replace("+", r"\+") + "/",
+             f"--benchmark_repetitions={FAVOR_REPETITIONS}",
+             f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
+            env=dict(os.environ, OMP_WAIT_POLICY="passive"),
+            capture_output=True, text=True)
+        if ran.returncode != 0:
+            sys.exit(f"peer_bench.py: model_bench failed: {ran.stderr.strip()}")
+        report = out.read()  # empty when the filter matched no row
+        benchmarks = json.loads(report)["benchmarks"] if report else []
+        runs = [b["tokens/s"] for b in benchmarks
+                if b.get("run_type") == "iteration" and "tokens/s" in b]
+    if not runs:
+        return None
+    # model_bench's rate is a mean over its iterations; the mean of equal-
+    # length repetitions' rates is the harmonic mean of their rates.
+    return {"mean": len(runs) / sum(1 / r for r in runs), "best": max(runs)}
+
+
+def run_ort(peers, onnx, args, stdin=None):
+    answer = subprocess.run(
+        ["node", os.path.join(_HERE, "run_ort.mjs"), "--peers", peers,
+         "--model", onnx, "--threads", str(THREADS)] + args,
+        input=stdin, capture_output=True, text=True)
+    if answer.returncode != 0:
+        sys.exit(f"peer_bench.py: run_ort.mjs failed: {answer.stderr.strip()}")
+    return json.loads(answer.stdout)
+
+
+def ort_rate(peers, onnx, shape):
+    warmup, runs = ORT_PASSES[shape]
+    out = run_ort(peers, onnx, ["--batch", str(shape[0]), "--length", str(shape[1]),
+                                "--warmup", str(warmup), "--runs", str(runs)])
+    return out["tokens_per_s"]
+
+
+# ---- parity
+
+
+def favor_embed(server, id_lists):
+    """favor-server's pooled embeddings of token id lists (one input each)."""
+    body = json.dumps({"model": "default",
+                       "inputs": [{"tokenIds": ids} for ids in id_lists]}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/v1/favor/Embed", body,
+        {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        return torch.tensor([e["values"] for e in json.load(answer)["embeddings"]])
+
+
+def parity(server_binary, model_dir, peers, shapes, vocab):
+    """Largest relative max abs error per vector, ONNX Runtime's FAVOR+
+    against favor-server, over inputs of `shapes`."""
+    generator = torch.Generator().manual_seed(1)
+    worst = 0.0
+    with serving.Server(server_binary, model_dir) as server:
+        server.embed(["ready?"])  # waits until the server answers
+        for shape in shapes:
+            ids = torch.randint(0, vocab, shape, generator=generator)
+            ort = run_ort(peers, os.path.join(peers, "favor.onnx"), ["--eval", "-"],
+                          json.dumps({"shape": list(shape), "ids": ids.flatten().tolist()}))
+            got = torch.tensor(ort["values"]).view(ort["shape"])
+            want = favor_embed(server, ids.tolist())
+            error = ((got - want).abs().amax(-1) / want.abs().amax(-1)).max().item()
+            print(f"parity {shape[0]} x {shape[1]}: relative error {error:.1e}")
+            worst = max(worst, error)
+    return worst
+
+
+# ---- the table
+
+
+def k(rate):
+    return f"{rate / 1000:.1f} k"
+
+
+def two_places(ratio):
+    return f"{ratio:.2f}"
+
+
+def percent(share):
+    return f"{100 * share:.0f}%"
+
+
+def spread(values, fmt):
+    low, high = fmt(min(values)), fmt(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
+def ratio_cell(favor_rounds, peer_rounds):
+    """Per-round ratios of means (bests): their range over rounds."""
+    if not peer_rounds:
+        return ""
+    means = [f["mean"] / p["mean"] for f, p in zip(favor_rounds, peer_rounds)]
+    bests = [f["best"] / p["best"] for f, p in zip(favor_rounds, peer_rounds)]
+    return f"{spread(means, two_places)} ({spread(bests, two_places)})"
+
+
+def rate_cell(rounds, note):
+    if not rounds:
+        return note
+    return (f"{spread([r['mean'] for r in rounds], k)} "
+            f"({spread([r['best'] for r in rounds], k)})")
+
+
+def sgemm_shares(results, sgemm, shape, flops):
+    """Per round: Favor's encoder FLOP/s over the sgemm rate measured just
+    before it."""
+    return [f["mean"] * flops / (g * 1e9)
+            for f, g in zip(results[shape]["favor"], sgemm[shape])]
+
+
+def print_table(results, sgemm, flops):
+    print("\n| shape | Favor FAVOR+ (model_bench): mean (best) | ONNX Runtime exact: "
+          "mean (best) | ONNX Runtime FAVOR+: mean (best) | Favor / ORT exact, "
+          "means (bests) | Favor / ORT FAVOR+, means (bests) | Favor, share of sgemm |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for shape in SHAPES:
+        r = results[shape]
+        shares = sgemm_shares(results, sgemm, shape, flops)
+        print(f"| {shape[0]} × {shape[1]:,} | {rate_cell(r['favor'], 'no model_bench row')}"
+              f" | {rate_cell(r['exact'], '(quadratic: not run)')}"
+              f" | {rate_cell(r['favor+'], '')} | {ratio_cell(r['favor'], r['exact'])}"
+              f" | {ratio_cell(r['favor'], r['favor+'])}"
+              f" | {spread(shares, percent) if shares else ''} |")
+
+
+def round_ratios(results, shape, peer):
+    """Per round: Favor's mean over the peer's in that round."""
+    r = results[shape]
+    return [f["mean"] / p["mean"] for f, p in zip(r["favor"], r[peer])]
+
+
+def judged(values, quiet):
+    """The median of the quiet rounds' values (others took at most
+    NOISY_SHARE of the CPUs), or of all when no round was quiet; and which."""
+    kept = [v for v, q in zip(values, quiet) if q] or values
+    which = (f"{len(kept)} quiet round{'s' if len(kept) > 1 else ''}" if any(quiet)
+             else "no quiet round: all rounds")
+    return statistics.median(kept), which
+
+
+def print_goals(results, sgemm, foreign, flops):
+    print("\nGoals of issue 35 (each ratio: of means in the same round; the "
+          "median over rounds in which others took at most "
+          f"{percent(NOISY_SHARE)} of the CPUs):")
+
+    def goal(text, shape, values, target):
+        if not values:
+            print(f"  {text}: not measured")
+            return
+        value, which = judged(values, [f <= NOISY_SHARE for f in foreign[shape]])
+        verdict = "met" if value >= target else "NOT met"
+        print(f"  {text}: {value:.2f} (goal >= {target}; {which}) {verdict}")
+
+    for shape in ((64, 128), (1, 512)):
+        goal(f"Favor / ORT exact at {shape[0]} x {shape[1]}", shape,
+             round_ratios(results, shape, "exact"), GOAL_VS_EXACT)
+    for shape in SHAPES[1:]:
+        goal(f"Favor / ORT FAVOR+ at {shape[0]} x {shape[1]}", shape,
+             round_ratios(results, shape, "favor+"), GOAL_VS_FAVOR)
+    for shape in SHAPES[2:]:
+        goal(f"Favor's share of sgemm at {shape[0]} x {shape[1]}", shape,
+             sgemm_shares(results, sgemm, shape, flops), GOAL_SGEMM)
+
+
+# ---- the run
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--model", default=None,
+                        help="model folder (default: BUILD/models/default)")
+    parser.add_argument("--server", default=None,
+                        help="favor-server (default: BUILD/server/favor-server)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--setup", action="store_true",
+                        help="run setup.sh first")
+    parser.add_argument("--parity-only", action="store_true",
+                        help="export and parity on small inputs; no timing")
+    args = parser.parse_args()
+    build = os.path.abspath(args.build_dir)
+    model_dir = args.model or os.path.join(build, "models", "default")
+    peers = os.path.join(build, "peers")
+    started = time.time()
+    if args.setup:
+        code = subprocess.run([os.path.join(_HERE, "setup.sh"), build]).returncode
+        if code == 77:
+            print("peer_bench.py: SKIPPED: onnxruntime-node could not be installed")
+        if code != 0:
+            sys.exit(code)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+
+    if subprocess.run(["/usr/bin/python3", os.path.join(_HERE, "export.py"),
+                       "--model", model_dir, "--output", peers]).returncode != 0:
+        sys.exit("peer_bench.py: export.py failed")
+    server = args.server or os.path.join(build, "server", "favor-server")
+    error = parity(server, model_dir, peers,
+                   SMOKE_PARITY_SHAPES if args.parity_only else PARITY_SHAPES,
+                   config["vocab_size"])
+    if error > PARITY_TOLERANCE:
+        sys.exit(f"peer_bench.py: ONNX Runtime's FAVOR+ differs from Favor's: "
+                 f"{error:.1e} > {PARITY_TOLERANCE:.0e}")
+    print(f"parity: ONNX Runtime's FAVOR+ equals favor-server's to {error:.1e} "
+          f"(limit {PARITY_TOLERANCE:.0e})")
+    if args.parity_only:
+        return
+
+    check_shape(config)
+    flops = flops_per_token(config)
+    results = {s: {"favor": [], "exact": [], "favor+": []} for s in SHAPES}
+    sgemm = {s: [] for s in SHAPES}  # GFLOP/s, per shape and round
+    foreign = {s: [] for s in SHAPES}  # others' share of the CPUs, per round
+    load = ForeignLoad()
+    for round_index in range(args.rounds):
+        print(f"round {round_index + 1}:", flush=True)
+        for shape in SHAPES:
+            r = results[shape]
+            load.start()
+            sgemm[shape].append(sgemm_gflops())
+            favor = favor_rate(build, shape)
+            if favor is None:
+                print(f"  model_bench has no row {model_bench_row(shape)}: "
+                      "Favor not measured at this shape")
+            else:
+                r["favor"].append(favor)
+            if shape[1] <= EXACT_MAX_LENGTH:
+                r["exact"].append(ort_rate(peers, os.path.join(peers, "softmax.onnx"), shape))
+            r["favor+"].append(ort_rate(peers, os.path.join(peers, "favor.onnx"), shape))
+            foreign[shape].append(load.share())
+            print(f"  {shape[0]} x {shape[1]}: sgemm {sgemm[shape][-1]:.0f} GFLOP/s, "
+                  + ", ".join(f"{name} {k(v[-1]['mean'])}" for name, v in r.items() if v)
+                  + f"; others took {percent(foreign[shape][-1])} of the CPUs", flush=True)
+
+    print(f"\n{cpu_description()}")
+    print(f"Float32, {THREADS} threads; ONNX Runtime 1.30 (onnxruntime-node, CPU); "
+          f"{args.rounds} interleaved rounds; tokens/s; encoder "
+          f"{flops / 1e6:.2f} MFLOP a token; sgemm {spread(sum(sgemm.values(), []), round)} "
+          "GFLOP/s (torch.mm, 2048², 2 threads); other processes took "
+          f"{spread(sum(foreign.values(), []), percent)} of the CPUs meanwhile.")
+    if max(sum(foreign.values(), [])) > NOISY_SHARE:
+        print(f"warning: other processes took over {percent(NOISY_SHARE)} of the CPUs "
+              "in some blocks: those ratios are not a quiet machine's")
+    print_table(results, sgemm, flops)
+    print_goals(results, sgemm, foreign, flops)
+    print(f"\npeer_bench.py: {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
