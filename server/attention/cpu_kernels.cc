@@ -5,19 +5,11 @@
 #include <limits>
 
 #include "server/attention/cpu_features.h"
+#include "server/common/multiversion.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define FAVOR_HAVE_AVX512_PATH 1
-#endif
-
-// Each hot loop is compiled for AVX-512, AVX2+FMA and baseline x86-64, and
-// the loader picks the best one for the machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FAVOR_MULTIVERSION \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define FAVOR_MULTIVERSION
 #endif
 
 namespace favor::attention::cpu {

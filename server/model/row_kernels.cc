@@ -2,14 +2,7 @@
 
 #include <cmath>
 
-// Each loop compiled for AVX-512, AVX2+FMA and baseline x86-64; the loader
-// picks the best one for the machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FAVOR_MULTIVERSION \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define FAVOR_MULTIVERSION
-#endif
+#include "server/common/multiversion.h"
 
 namespace favor::model::internal {
 
