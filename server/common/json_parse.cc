@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/common/status_macros.h"
 
 namespace favor {
 namespace {
@@ -153,9 +154,9 @@ class CheckedDomBuilder {
 
 }  // namespace
 
-absl::StatusOr<Json> ParseJsonObject(absl::string_view text,
-                                     absl::string_view what,
-                                     const JsonParseOptions& options) {
+absl::StatusOr<Json> ParseJsonValue(absl::string_view text,
+                                    absl::string_view what,
+                                    const JsonParseOptions& options) {
   Json value;
   try {
     CheckedDomBuilder builder(value, options);
@@ -166,6 +167,13 @@ absl::StatusOr<Json> ParseJsonObject(absl::string_view text,
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": not valid JSON: ", EscapeBytes(error.what())));
   }
+  return value;
+}
+
+absl::StatusOr<Json> ParseJsonObject(absl::string_view text,
+                                     absl::string_view what,
+                                     const JsonParseOptions& options) {
+  ASSIGN_OR_RETURN(Json value, ParseJsonValue(text, what, options));
   if (!value.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": must be a JSON object, got ", DescribeJson(value)));

@@ -36,6 +36,12 @@ struct JsonParseOptions {
   std::string max_values_reason;
 };
 
+// Parses `text` as one JSON value of any kind (sentence-transformers'
+// modules.json is an array), with the checks below.
+absl::StatusOr<nlohmann::json> ParseJsonValue(
+    absl::string_view text, absl::string_view what,
+    const JsonParseOptions& options = {});
+
 // Parses `text` as one JSON value that must be an object. Errors are
 // INVALID_ARGUMENT and start with `what` (e.g. "model.safetensors: header"):
 // not JSON (with nlohmann's position), not an object, a duplicate key (with

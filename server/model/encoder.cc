@@ -238,18 +238,40 @@ at::Tensor Encoder::Repeat(const at::Tensor& points, int64_t sequences,
   return points.repeat({sequences, 1});
 }
 
+namespace {
+
+// RoBERTa's positions (PositionIds::kAfterPadding): pad tokens take `pad`,
+// the others pad + 1, pad + 2, … in each sequence.
+void NumberAfterPadding(const int64_t* ids, absl::Span<const int64_t> offsets,
+                        int64_t pad, int64_t* position) {
+  for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+    int64_t next = pad + 1;
+    for (int64_t t = offsets[s]; t < offsets[s + 1]; ++t) {
+      position[t] = ids[t] == pad ? pad : next++;
+    }
+  }
+}
+
+}  // namespace
+
 Encoder::Tokens Encoder::MakeTokens(const at::Tensor& token_ids,
                                     absl::Span<const int64_t> offsets) const {
   Tokens tokens;
   tokens.offsets.assign(offsets.begin(), offsets.end());
   const PositionEmbedding positions = config_.position_embedding_type;
   if (positions == PositionEmbedding::kNone) return tokens;
-  // Positions restart at 0 in every sequence: packing changes nothing.
+  // Positions restart in every sequence: packing changes nothing.
   at::Tensor host = at::empty({token_ids.size(0)}, at::kLong);
   int64_t* position = host.data_ptr<int64_t>();
-  for (size_t s = 0; s + 1 < offsets.size(); ++s) {
-    for (int64_t t = offsets[s]; t < offsets[s + 1]; ++t) {
-      position[t] = t - offsets[s];
+  if (config_.position_ids == PositionIds::kAfterPadding) {
+    const at::Tensor ids = token_ids.to(at::kCPU, at::kLong).contiguous();
+    NumberAfterPadding(ids.data_ptr<int64_t>(), offsets, config_.pad_token_id,
+                       position);
+  } else {
+    for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+      for (int64_t t = offsets[s]; t < offsets[s + 1]; ++t) {
+        position[t] = t - offsets[s];
+      }
     }
   }
   tokens.positions = host.to(token_ids.device());

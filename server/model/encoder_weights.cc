@@ -231,11 +231,13 @@ at::Tensor HostCopy(const TensorView& view) {
 }
 
 absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
+                                                 const WeightNaming& naming,
                                                  const SafetensorsFile& file,
                                                  c10::Device device,
                                                  at::ScalarType dtype) {
   WeightReader reader(file, config, device, dtype);
-  const std::vector<ExpectedTensor> layout = VisitWeightLayout(config, reader);
+  const std::vector<ExpectedTensor> layout =
+      VisitWeightLayout(config, naming, reader);
   RETURN_IF_ERROR(reader.status());
   RETURN_IF_ERROR(reader.CheckConsumed(layout));
   return reader.Take();

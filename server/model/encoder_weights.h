@@ -12,6 +12,7 @@
 #include "server/model/encoder.h"
 #include "server/model/model_config.h"
 #include "server/model/safetensors.h"
+#include "server/model/weight_layout.h"
 
 namespace favor::model::internal {
 
@@ -26,13 +27,15 @@ struct LoadedWeights {
 // TensorView) and a model must not depend on the file staying mapped.
 at::Tensor HostCopy(const TensorView& view);
 
-// Reads every tensor the config needs from `file` (already checked with
-// CheckTensors against ExpectedWeights(config)) and copies it to `device`
+// Reads every tensor the config needs from `file`, named as `naming` says
+// (already checked with CheckTensors against ExpectedWeights(config,
+// naming)), and copies it to `device`
 // in `dtype`; projections, norms and pooler.query stay float32. Projections the
 // file lacks are drawn as docs/models.md, Projections, says. The tensors come
 // from walking the weight layout (weight_layout.h); INTERNAL if the loader did
 // not read exactly the tensors the layout lists. May throw c10::Error.
 absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
+                                                 const WeightNaming& naming,
                                                  const SafetensorsFile& file,
                                                  c10::Device device,
                                                  at::ScalarType dtype);

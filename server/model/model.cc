@@ -15,6 +15,7 @@
 #include "server/common/status_macros.h"
 #include "server/model/encoder.h"
 #include "server/model/encoder_weights.h"
+#include "server/model/model_folder.h"
 #include "server/model/model_tokenizer.h"
 #include "server/model/pooling.h"
 #include "server/model/safetensors.h"
@@ -199,8 +200,8 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
     const std::string& directory, const ModelOptions& options,
     c10::Device device) {
   c10::InferenceMode inference_mode;
-  ASSIGN_OR_RETURN(ModelConfig config,
-                   LoadModelConfig(directory + "/config.json"));
+  ASSIGN_OR_RETURN(ModelFolder folder, ReadModelFolder(directory));
+  ModelConfig config = std::move(folder.config);
   ASSIGN_OR_RETURN(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
                    LoadModelTokenizer(directory, config));
   if (tokenizer != nullptr) {
@@ -208,9 +209,11 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
   }
   ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
                    SafetensorsFile::Open(directory + "/model.safetensors"));
-  RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));
+  const WeightNaming naming = NamingIn(folder, *file);
+  RETURN_IF_ERROR(
+      CheckTensors(*file, ExpectedWeights(config, naming), naming.ignore));
   ASSIGN_OR_RETURN(internal::LoadedWeights loaded,
-                   internal::LoadEncoderWeights(config, *file, device,
+                   internal::LoadEncoderWeights(config, naming, *file, device,
                                                 ScalarTypeOf(options.dtype)));
   internal::EncoderOptions encoder_options =
       MakeEncoderOptions(config, options, device);

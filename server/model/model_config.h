@@ -17,10 +17,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "server/attention/kernel.h"
 #include "server/attention/projection.h"
 
@@ -38,6 +40,15 @@ enum class NormPlacement { kPost, kPre };
 // Learned absolute positions (BERT) limit the length to the table's rows;
 // rotary (RoFormer) and none accept any length.
 enum class PositionEmbedding { kAbsolute, kRotary, kNone };
+// How learned absolute positions are numbered in each sequence.
+enum class PositionIds {
+  kFromZero,  // 0, 1, 2, …
+  // RoBERTa's (XLM-R's): a token equal to pad_token_id takes position
+  // pad_token_id, any other pad_token_id + 1 + the number of other
+  // non-padding tokens before it, so a sequence without padding counts
+  // from pad_token_id + 1.
+  kAfterPadding,
+};
 // What the layers are; docs/models.md draws each.
 enum class BlockType {
   kEncoder,         // every layer self-attention over the tokens
@@ -58,6 +69,7 @@ absl::string_view NameOf(Activation value);
 absl::string_view NameOf(NormType value);
 absl::string_view NameOf(NormPlacement value);
 absl::string_view NameOf(PositionEmbedding value);
+absl::string_view NameOf(PositionIds value);
 absl::string_view NameOf(BlockType value);
 absl::string_view NameOf(Pooling value);
 absl::string_view NameOf(attention::ProjectionOptions::RowNorm value);
@@ -180,6 +192,8 @@ struct ModelConfig {
   PositionEmbedding position_embedding_type = PositionEmbedding::kAbsolute;
   // Rows of the learned position table (absolute only; ignored otherwise).
   int64_t max_position_embeddings = 512;
+  // How a sequence's tokens index that table (absolute only).
+  PositionIds position_ids = PositionIds::kFromZero;
   // θ of rotary embeddings (rotary only). > 1.
   double rotary_base = 10000.0;
   // Longest sequence, in tokens, the server accepts for this model. With
@@ -222,6 +236,20 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text,
 
 // Reads `path` (at most 1 MiB) and parses it.
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path);
+
+// The text of a model folder's small file (a config, an overlay): a regular
+// file (a FIFO is refused without waiting for a writer) of at most
+// ModelConfigLimits::kMaxConfigFileBytes. NOT_FOUND when it is absent.
+absl::StatusOr<std::string> ReadConfigText(const std::string& path);
+
+// Sets the fields of `config` that the JSON object `json_text` names, each
+// one of `allowed` (top-level names; an object such as "attention" sets
+// only the fields it holds), then validates the result. Returns the fields
+// set ("attention.kernel", "max_sequence_length"). INVALID_ARGUMENT starting
+// with `source_name` for a field not allowed or not valid.
+absl::StatusOr<std::vector<std::string>> ApplyModelConfigOverlay(
+    absl::string_view json_text, absl::string_view source_name,
+    absl::Span<const absl::string_view> allowed, ModelConfig* config);
 
 // Every field, defaults included, as config.json text that ParseModelConfig
 // reads back to an equal config.

@@ -50,6 +50,7 @@ absl::string_view NameOf(Activation value) { return FindName(value); }
 absl::string_view NameOf(NormType value) { return FindName(value); }
 absl::string_view NameOf(NormPlacement value) { return FindName(value); }
 absl::string_view NameOf(PositionEmbedding value) { return FindName(value); }
+absl::string_view NameOf(PositionIds value) { return FindName(value); }
 absl::string_view NameOf(BlockType value) { return FindName(value); }
 absl::string_view NameOf(Pooling value) { return FindName(value); }
 absl::string_view NameOf(RowNorm value) { return FindName(value); }

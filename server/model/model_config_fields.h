@@ -45,6 +45,9 @@ inline constexpr EnumName<PositionEmbedding> kPositionNames[] = {
     {PositionEmbedding::kAbsolute, "absolute"},
     {PositionEmbedding::kRotary, "rotary"},
     {PositionEmbedding::kNone, "none"}};
+inline constexpr EnumName<PositionIds> kPositionIdsNames[] = {
+    {PositionIds::kFromZero, "from_zero"},
+    {PositionIds::kAfterPadding, "after_padding"}};
 inline constexpr EnumName<BlockType> kBlockNames[] = {
     {BlockType::kEncoder, "encoder"},
     {BlockType::kCrossAttention, "cross_attention"},
@@ -77,6 +80,9 @@ inline absl::Span<const EnumName<NormPlacement>> EnumNames(NormPlacement) {
 inline absl::Span<const EnumName<PositionEmbedding>> EnumNames(
     PositionEmbedding) {
   return kPositionNames;
+}
+inline absl::Span<const EnumName<PositionIds>> EnumNames(PositionIds) {
+  return kPositionIdsNames;
 }
 inline absl::Span<const EnumName<BlockType>> EnumNames(BlockType) {
   return kBlockNames;
@@ -165,6 +171,7 @@ struct ConfigFields<ModelConfig> {
     fn("layer_norm_eps", &C::layer_norm_eps);
     fn("position_embedding_type", &C::position_embedding_type);
     fn("max_position_embeddings", &C::max_position_embeddings);
+    fn("position_ids", &C::position_ids);
     fn("rotary_base", &C::rotary_base);
     fn("max_sequence_length", &C::max_sequence_length);
     fn("attention", &C::attention);  // an object: ConfigFields<AttentionConfig>

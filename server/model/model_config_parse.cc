@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <limits>
 #include <set>
@@ -223,7 +224,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text,
   return config;
 }
 
-absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
+absl::StatusOr<std::string> ReadConfigText(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (a config.json
   // that is a named pipe would hang the server).
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -255,7 +256,44 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
         absl::StrCat(path, ": larger than the config size limit of ",
                      Limits::kMaxConfigFileBytes, " bytes"));
   }
+  return text;
+}
+
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string text, ReadConfigText(path));
   return ParseModelConfig(text, path);
+}
+
+absl::StatusOr<std::vector<std::string>> ApplyModelConfigOverlay(
+    absl::string_view json_text, absl::string_view source_name,
+    absl::Span<const absl::string_view> allowed, ModelConfig* config) {
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(json_text, source_name));
+  std::vector<std::string> set;
+  for (const auto& [key, value] : json.items()) {
+    if (IsCommentField(key)) continue;
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": field '", key, "' is not one an overlay may set (",
+          absl::StrJoin(allowed, ", "),
+          "); the model's own config.json says the rest"));
+    }
+    if (value.is_object()) {
+      for (const auto& [nested, unused] : value.items()) {
+        if (!IsCommentField(nested)) set.push_back(absl::StrCat(key, ".", nested));
+      }
+    } else {
+      set.push_back(key);
+    }
+  }
+  FieldReader reader(json, "");
+  absl::Status status = ReadFields(reader, *config);
+  if (status.ok()) status = reader.RejectUnknown(IsCommentField);
+  if (status.ok()) status = ValidateModelConfig(*config);
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat(source_name, ": ", status.message()));
+  }
+  return set;
 }
 
 }  // namespace favor::model

@@ -86,17 +86,38 @@ absl::Status ValidateShape(const ModelConfig& c) {
 absl::Status ValidatePositions(const ModelConfig& c) {
   RETURN_IF_ERROR(CheckRange("max_sequence_length", c.max_sequence_length, 1,
                              Limits::kMaxSequenceLength));
+  if (c.position_ids != PositionIds::kFromZero &&
+      c.position_embedding_type != PositionEmbedding::kAbsolute) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field 'position_ids' is \"", NameOf(c.position_ids),
+        "\", which numbers a learned position table; position_embedding_type "
+        "is \"",
+        NameOf(c.position_embedding_type), "\""));
+  }
   switch (c.position_embedding_type) {
-    case PositionEmbedding::kAbsolute:
-      // A learned table has no row for a position past its end.
-      if (c.max_position_embeddings < c.max_sequence_length) {
-        return Invalid("max_position_embeddings", c.max_position_embeddings,
-                       absl::StrCat("learned absolute positions need at least "
-                                    "max_sequence_length (",
-                                    c.max_sequence_length, ") rows"));
+    case PositionEmbedding::kAbsolute: {
+      // A learned table has no row for a position past its end; numbered
+      // after the padding id, positions start pad_token_id + 1 rows in.
+      const bool after_padding = c.position_ids == PositionIds::kAfterPadding;
+      if (after_padding && c.pad_token_id < 0) {
+        return Invalid("pad_token_id", c.pad_token_id,
+                       "position_ids \"after_padding\" needs a padding id");
+      }
+      const int64_t first = after_padding ? c.pad_token_id + 1 : 0;
+      if (c.max_position_embeddings - first < c.max_sequence_length) {
+        return Invalid(
+            "max_position_embeddings", c.max_position_embeddings,
+            absl::StrCat("learned absolute positions need at least "
+                         "max_sequence_length (",
+                         c.max_sequence_length, ") rows",
+                         after_padding ? absl::StrCat(" past the first ",
+                                                      first, " (position_ids "
+                                                      "\"after_padding\")")
+                                       : ""));
       }
       return CheckRange("max_position_embeddings", c.max_position_embeddings, 1,
                         Limits::kMaxSequenceLength);
+    }
     case PositionEmbedding::kRotary:
       if (c.block != BlockType::kEncoder) {
         return absl::InvalidArgumentError(absl::StrCat(

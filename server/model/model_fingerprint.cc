@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/common/status_macros.h"
-#include "server/model/model_config.h"
+#include "server/model/model_folder.h"
 
 namespace favor::model {
 namespace {
@@ -81,14 +81,8 @@ absl::StatusOr<std::vector<std::string>> FilesLoadedFrom(
   if (!fs::is_directory(folder, error)) {
     return absl::NotFoundError(absl::StrCat(folder, " is not a folder"));
   }
-  ASSIGN_OR_RETURN(const ModelConfig config,
-                   LoadModelConfig(folder + "/config.json"));
-  std::vector<std::string> files = {"config.json", "model.safetensors"};
-  if (!config.tokenizer.file.empty()) {
-    files.push_back(config.tokenizer.file);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
+  ASSIGN_OR_RETURN(const ModelFolder read, ReadModelFolder(folder));
+  return read.files;
 }
 
 absl::StatusOr<std::string> FolderRevision(const std::string& folder) {

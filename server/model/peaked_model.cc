@@ -1,3 +1,4 @@
+#include "server/model/model_folder.h"
 #include "server/model/peaked_model.h"
 
 #include <ATen/ATen.h>
@@ -42,8 +43,13 @@ std::map<std::string, double> QueryKeyScales(
 }
 
 absl::StatusOr<ModelConfig> EncoderConfig(const std::string& directory) {
-  ASSIGN_OR_RETURN(ModelConfig config,
-                   LoadModelConfig(directory + "/config.json"));
+  ASSIGN_OR_RETURN(ModelFolder folder, ReadModelFolder(directory));
+  if (folder.format != FolderFormat::kFavor) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        directory, ": peaked copies are made of models in Favor's own "
+                   "format; this is a Hugging Face folder"));
+  }
+  ModelConfig config = std::move(folder.config);
   if (config.block != BlockType::kEncoder) {
     return absl::InvalidArgumentError(
         absl::StrCat(directory, ": peaked copies are for \"encoder\" blocks; ",
@@ -105,7 +111,7 @@ absl::StatusOr<std::vector<double>> MeasureSpans(const std::string& directory,
   RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));
   ASSIGN_OR_RETURN(
       internal::LoadedWeights loaded,
-      internal::LoadEncoderWeights(config, *file, c10::kCPU, at::kFloat));
+      internal::LoadEncoderWeights(config, {}, *file, c10::kCPU, at::kFloat));
   internal::EncoderOptions encoder_options;
   encoder_options.attention = internal::AttentionOptionsFor(config);
   const Encoder encoder(config, std::move(loaded.weights), encoder_options);

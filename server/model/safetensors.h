@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -134,9 +135,11 @@ struct ExpectedTensor {
 // INVALID_ARGUMENT message naming the file: required tensors that are
 // missing, tensors the model does not know (unexpected), and shape
 // mismatches with the expected and actual shapes. Each list is cut after 20
-// names ("... and N more").
-absl::Status CheckTensors(const SafetensorsFile& file,
-                          absl::Span<const ExpectedTensor> expected);
+// names ("... and N more"). A tensor `ignore` accepts (null: none) is never
+// unexpected: a task head beside the encoder, a buffer.
+absl::Status CheckTensors(
+    const SafetensorsFile& file, absl::Span<const ExpectedTensor> expected,
+    const std::function<bool(absl::string_view name)>& ignore = nullptr);
 
 // "[2, 3]": shapes in messages.
 std::string ShapeToString(absl::Span<const int64_t> shape);

@@ -13,11 +13,12 @@ namespace {
 // list ExpectedWeights returns is exactly what the visitor was handed.
 class TensorList {
  public:
-  explicit TensorList(const ModelConfig& config) : config_(config) {}
+  TensorList(const ModelConfig& config, std::string prefix)
+      : config_(config), prefix_(std::move(prefix)) {}
 
-  ExpectedTensor Add(std::string name, std::vector<int64_t> shape,
+  ExpectedTensor Add(const std::string& name, std::vector<int64_t> shape,
                      bool required = true) {
-    tensors_.push_back({std::move(name), std::move(shape), required});
+    tensors_.push_back({prefix_ + name, std::move(shape), required});
     return tensors_.back();
   }
   LinearTensors Linear(const std::string& prefix, int64_t out, int64_t in) {
@@ -45,6 +46,7 @@ class TensorList {
   AttentionTensors Attention(const std::string& prefix, uint64_t sublayer);
 
   const ModelConfig& config_;
+  const std::string prefix_;
   std::vector<ExpectedTensor> tensors_;
 };
 
@@ -152,17 +154,19 @@ class ListOnly final : public WeightLayoutVisitor {
 }  // namespace
 
 std::vector<ExpectedTensor> VisitWeightLayout(const ModelConfig& config,
+                                              const WeightNaming& naming,
                                               WeightLayoutVisitor& visitor) {
-  TensorList list(config);
+  TensorList list(config, naming.prefix);
   VisitEmbeddings(config, list, visitor);
   VisitBlocks(config, list, visitor);
   VisitPooler(config, list, visitor);
   return list.Take();
 }
 
-std::vector<ExpectedTensor> ExpectedWeights(const ModelConfig& config) {
+std::vector<ExpectedTensor> ExpectedWeights(const ModelConfig& config,
+                                            const WeightNaming& naming) {
   ListOnly visitor;
-  return VisitWeightLayout(config, visitor);
+  return VisitWeightLayout(config, naming, visitor);
 }
 
 }  // namespace favor::model

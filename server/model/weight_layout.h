@@ -14,9 +14,12 @@
 #define FAVOR_SERVER_MODEL_WEIGHT_LAYOUT_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "server/model/model_config.h"
 #include "server/model/safetensors.h"
 
@@ -57,6 +60,18 @@ struct LayerTensors {
   NormTensors output_norm;  // N2
 };
 
+// How a checkpoint spells the layout's names. Favor's own names are
+// BertModel's; a Hugging Face task model's file holds them under a prefix
+// ("bert.", "roberta."), beside tensors Favor does not run (task heads,
+// buffers such as "embeddings.position_ids").
+struct WeightNaming {
+  // Put before every name of the layout.
+  std::string prefix;
+  // A tensor of the file that the layout does not list is an error
+  // (CheckTensors) unless this accepts its name; null: none is ignored.
+  std::function<bool(absl::string_view name)> ignore;
+};
+
 // Receives the layout's parts in order. Each method says what a part is;
 // the loader puts it in its place in the encoder.
 class WeightLayoutVisitor {
@@ -87,12 +102,14 @@ class WeightLayoutVisitor {
 // Hands the parts of a model with `config` (validated) to `visitor` and
 // returns all their tensors, in the order ExpectedWeights lists them.
 std::vector<ExpectedTensor> VisitWeightLayout(const ModelConfig& config,
+                                              const WeightNaming& naming,
                                               WeightLayoutVisitor& visitor);
 
 // The weights a model with this config has, with their shapes (names as
 // docs/models.md lists them), for CheckTensors. Optional tensors (stored
 // projections, token type embeddings, BERT's pooler) are marked so.
-std::vector<ExpectedTensor> ExpectedWeights(const ModelConfig& config);
+std::vector<ExpectedTensor> ExpectedWeights(const ModelConfig& config,
+                                            const WeightNaming& naming = {});
 
 }  // namespace favor::model
 

@@ -94,7 +94,7 @@ std::vector<at::Tensor> Stages(const std::string& directory,
   c10::InferenceMode inference_mode;
   const ModelConfig config = *LoadModelConfig(directory + "/config.json");
   auto file = SafetensorsFile::Open(directory + "/model.safetensors");
-  auto loaded = internal::LoadEncoderWeights(config, **file, c10::kCPU, dtype);
+  auto loaded = internal::LoadEncoderWeights(config, {}, **file, c10::kCPU, dtype);
   internal::EncoderOptions options;
   options.attention = internal::AttentionOptionsFor(config);
   options.block_tokens = 16;

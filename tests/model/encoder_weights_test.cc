@@ -38,7 +38,7 @@ class EncoderWeightsTest : public TempDirTest {
         *elements_in_file += (*file)->Get(name)->num_elements();
       }
     }
-    return LoadEncoderWeights(config, **file, c10::Device(at::kCPU),
+    return LoadEncoderWeights(config, {}, **file, c10::Device(at::kCPU),
                               at::kFloat);
   }
 };

@@ -198,7 +198,7 @@ TEST_F(ExpectedWeightsTest, TheVisitorIsHandedEveryListedTensor) {
   for (const ModelConfig& config : EveryKindOfModel()) {
     NameRecorder recorder;
     const std::vector<ExpectedTensor> listed =
-        VisitWeightLayout(config, recorder);
+        VisitWeightLayout(config, {}, recorder);
     std::vector<std::string> names;
     for (const ExpectedTensor& tensor : listed) names.push_back(tensor.name);
     EXPECT_EQ(recorder.names, names) << NameOf(config.block);

@@ -45,6 +45,7 @@
 #include "server/model/dtype_agreement.h"
 #include "server/model/model.h"
 #include "server/model/model_config.h"
+#include "server/model/model_folder.h"
 #include "server/model/model_tokenizer.h"
 #include "server/model/peaked_model.h"
 #include "server/model/random_model.h"
@@ -248,12 +249,29 @@ std::string PrintableName(const std::string& name) {
   return printable ? name : absl::StrCat("\"", absl::CHexEscape(name), "\"");
 }
 
+// Which format the folder is in, and for a Hugging Face folder its
+// architecture and what favor.json set.
+void PrintFormat(const ModelFolder& folder) {
+  if (folder.format == FolderFormat::kFavor) {
+    std::printf("format: Favor's own config.json\n");
+    return;
+  }
+  std::printf("format: Hugging Face folder, architecture %s\n",
+              folder.architecture.c_str());
+  std::printf("overlay (favor.json): %s\n",
+              folder.overlay_fields.empty()
+                  ? "none"
+                  : absl::StrJoin(folder.overlay_fields, ", ").c_str());
+}
+
 absl::Status Inspect(const std::string& directory) {
-  ASSIGN_OR_RETURN(const ModelConfig config,
-                   LoadModelConfig(directory + "/config.json"));
+  ASSIGN_OR_RETURN(const ModelFolder folder, ReadModelFolder(directory));
+  const ModelConfig& config = folder.config;
   ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
                    SafetensorsFile::Open(directory + "/model.safetensors"));
-  std::printf("model %s\nconfig.json:\n%s", directory.c_str(),
+  std::printf("model %s\n", directory.c_str());
+  PrintFormat(folder);
+  std::printf("config (as Favor runs it):\n%s",
               ModelConfigToJson(config).c_str());
   int64_t parameters = 0;
   std::printf("model.safetensors: %zu tensors\n", file->num_tensors());
@@ -265,7 +283,9 @@ absl::Status Inspect(const std::string& directory) {
                 ShapeToString(view.shape).c_str());
   }
   std::printf("parameters: %" PRId64 "\n", parameters);
-  RETURN_IF_ERROR(CheckTensors(*file, ExpectedWeights(config)));
+  const WeightNaming naming = NamingIn(folder, *file);
+  RETURN_IF_ERROR(
+      CheckTensors(*file, ExpectedWeights(config, naming), naming.ignore));
   std::printf("weights: every tensor matches the config\n");
   ASSIGN_OR_RETURN(const auto tokenizer, LoadModelTokenizer(directory, config));
   if (tokenizer == nullptr) {
@@ -283,8 +303,8 @@ absl::Status Inspect(const std::string& directory) {
 // text on stdout. The training tool (tools/train_default) reads its data
 // through it, so that a model learns exactly the ids the server feeds it.
 absl::Status Tokenize(const std::string& directory) {
-  ASSIGN_OR_RETURN(const ModelConfig config,
-                   LoadModelConfig(directory + "/config.json"));
+  ASSIGN_OR_RETURN(const ModelFolder folder, ReadModelFolder(directory));
+  const ModelConfig& config = folder.config;
   ASSIGN_OR_RETURN(const auto tokenizer, LoadModelTokenizer(directory, config));
   if (tokenizer == nullptr) {
     return absl::FailedPreconditionError(directory + " has no tokenizer");
@@ -331,6 +351,8 @@ absl::Status Verify(const std::string& directory) {
   options.device = absl::GetFlag(FLAGS_device);
   ASSIGN_OR_RETURN(options.dtype,
                    ParseComputeDType(absl::GetFlag(FLAGS_dtype)));
+  ASSIGN_OR_RETURN(const ModelFolder folder, ReadModelFolder(directory));
+  PrintFormat(folder);
   const auto load_start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(const std::unique_ptr<Model> model,
                    Model::Load(directory, options));

@@ -1,0 +1,25 @@
+// The adapters of hf_architecture.cc's table, one file each. Implementation
+// detail of server/model/hf.
+#ifndef FAVOR_SERVER_MODEL_HF_ADAPTERS_H_
+#define FAVOR_SERVER_MODEL_HF_ADAPTERS_H_
+
+#include "absl/status/status.h"
+#include "server/model/hf/hf_config.h"
+#include "server/model/model_config.h"
+
+namespace favor::model::hf {
+
+// BertModel (bert.cc).
+absl::Status AdaptBert(const HfConfig& hf, ModelConfig* config);
+// RobertaModel and XLMRobertaModel (roberta.cc): BERT's layers, positions
+// numbered after the padding id.
+absl::Status AdaptRoberta(const HfConfig& hf, ModelConfig* config);
+
+// What BERT and its descendants share (bert.cc): the shape, activation,
+// LayerNorm ε, post-norm, learned absolute positions, the token type table,
+// the padding id; exact attention up to max_position_embeddings.
+absl::Status AdaptBertFamily(const HfConfig& hf, ModelConfig* config);
+
+}  // namespace favor::model::hf
+
+#endif  // FAVOR_SERVER_MODEL_HF_ADAPTERS_H_

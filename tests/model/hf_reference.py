@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Hugging Face folders with random weights, and their reference outputs.
+
+    hf_reference.py --output DIR
+
+For each case below it writes DIR/repository/<case>/ as the Hugging Face
+hub lays a model out (config.json with model_type and architectures,
+model.safetensors in the architecture's real weight names, a task model's
+prefix and head where the case has one, and sentence-transformers' files
+where it has them), and DIR/expected/<case>.json with the outputs of a
+float64 reference transcribed from the architecture's published modelling
+code (hf/bert.py, ...) and sentence-transformers' pooling
+(hf/sentence_transformers.py). hf_parity_test.cc loads the folders through
+Favor's model library and compares.
+
+expected/<case>.json: token_ids and offsets (several sequences, packed),
+"tokens" (each sequence's last hidden state, one list of rows), "pooled"
+(each sequence's embedding as the folder's pooling and normalisation make
+it), and what Favor must read from the folder: architecture, pooling,
+normalize, max_sequence_length.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+sys.path.insert(0, os.path.join(_HERE, "..", "..", "tools"))
+import export_state_dict  # noqa: E402
+from hf import bert  # noqa: E402
+from hf import sentence_transformers as st  # noqa: E402
+
+_SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
+          "intermediate_size": 56, "vocab_size": 97}
+
+# name: the architecture's config (beyond _SMALL), the task class and its
+# prefix and head, sentence-transformers' settings, sequence lengths.
+CASES = {
+    "bert": {
+        "module": bert,
+        "config": {"model_type": "bert", "max_position_embeddings": 40,
+                   "type_vocab_size": 2, "hidden_act": "gelu",
+                   "layer_norm_eps": 1e-12, "pad_token_id": 0},
+        "class": "BertModel", "prefix": "",
+        "lengths": [1, 7, 23, 40],
+    },
+    "bert_task_cls": {
+        "module": bert,
+        "config": {"model_type": "bert", "max_position_embeddings": 48,
+                   "type_vocab_size": 2, "hidden_act": "gelu_new",
+                   "layer_norm_eps": 1e-6, "pad_token_id": 0},
+        "class": "BertForMaskedLM", "runs_as": "BertModel", "prefix": "bert.",
+        "head": {"cls.predictions.bias": (97,),
+                 "cls.predictions.transform.dense.weight": (32, 32),
+                 "cls.predictions.transform.dense.bias": (32,),
+                 "cls.predictions.transform.LayerNorm.weight": (32,),
+                 "cls.predictions.transform.LayerNorm.bias": (32,)},
+        "position_ids_buffer": True,
+        "sentence_transformers": {"pooling": "cls", "normalize": True,
+                                  "max_seq_length": 30},
+        "lengths": [2, 9, 30],
+    },
+    "roberta": {
+        "module": bert,
+        "config": {"model_type": "roberta", "max_position_embeddings": 34,
+                   "type_vocab_size": 1, "hidden_act": "gelu",
+                   "layer_norm_eps": 1e-5, "pad_token_id": 1,
+                   "bos_token_id": 0, "eos_token_id": 2},
+        "class": "RobertaModel", "prefix": "",
+        "sentence_transformers": {"pooling": "mean", "normalize": False},
+        # 34 rows, padding id 1: 32 tokens at most.
+        "lengths": [1, 6, 19, 32],
+        # A padding id inside a sequence keeps position padding_idx and
+        # does not advance the count.
+        "pad_inside": True,
+    },
+    "xlm_roberta_task": {
+        "module": bert,
+        "config": {"model_type": "xlm-roberta", "max_position_embeddings": 30,
+                   "type_vocab_size": 1, "hidden_act": "gelu",
+                   "layer_norm_eps": 1e-5, "pad_token_id": 1,
+                   "bos_token_id": 0, "eos_token_id": 2},
+        "class": "XLMRobertaForMaskedLM", "runs_as": "XLMRobertaModel",
+        "prefix": "roberta.",
+        "head": {"lm_head.dense.weight": (32, 32), "lm_head.dense.bias": (32,),
+                 "lm_head.layer_norm.weight": (32,),
+                 "lm_head.layer_norm.bias": (32,), "lm_head.bias": (97,)},
+        "position_ids_buffer": True,
+        "sentence_transformers": {"pooling": "mean", "normalize": True},
+        "lengths": [3, 11, 28],
+    },
+}
+
+
+def draw(shapes, generator):
+    """float64 weights rounded to float32, away from 0 and 1 defaults."""
+    weights = {}
+    for name, shape in sorted(shapes.items()):
+        if name.endswith("LayerNorm.weight") or name.endswith("layer_norm.weight") \
+                or name.endswith("norm.weight"):
+            t = 1 + 0.3 * torch.randn(shape, generator=generator, dtype=torch.float64)
+        elif name.endswith(".bias"):
+            t = 0.2 * torch.randn(shape, generator=generator, dtype=torch.float64)
+        elif "embeddings" in name:
+            t = 0.8 * torch.randn(shape, generator=generator, dtype=torch.float64)
+        else:
+            fan_in = shape[-1]
+            t = torch.randn(shape, generator=generator,
+                            dtype=torch.float64) / fan_in ** 0.5
+        weights[name] = t.float().double()
+    return weights
+
+
+def sequences(case, config, generator):
+    ids = []
+    for length in case["lengths"]:
+        # Never the padding id, except where the case plants one.
+        seq = torch.randint(3, config["vocab_size"], (length,), generator=generator)
+        if case.get("pad_inside") and length > 4:
+            seq[length // 2] = config["pad_token_id"]
+        ids.append(seq)
+    return ids
+
+
+def write_json(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(value, out, indent=1)
+        out.write("\n")
+
+
+def write_folder(folder, case, config, weights, generator):
+    os.makedirs(folder, exist_ok=True)
+    write_json(os.path.join(folder, "config.json"),
+               dict(config, architectures=[case["class"]]))
+    stored = {case["prefix"] + name: t for name, t in weights.items()}
+    if case["prefix"]:
+        # A task model has its head instead of the base model's pooler.
+        stored = {n: t for n, t in stored.items() if ".pooler." not in n}
+        stored.update(draw(case.get("head", {}), generator))
+    if case.get("position_ids_buffer"):
+        stored[case["prefix"] + "embeddings.position_ids"] = torch.arange(
+            config["max_position_embeddings"]).double().unsqueeze(0)
+    export_state_dict.write_safetensors(
+        os.path.join(folder, "model.safetensors"), stored)
+    settings = case.get("sentence_transformers")
+    if settings:
+        write_json(os.path.join(folder, "modules.json"),
+                   st.modules(settings["normalize"]))
+        write_json(os.path.join(folder, "1_Pooling", "config.json"),
+                   st.pooling_config(settings["pooling"], config["hidden_size"]))
+        if "max_seq_length" in settings:
+            write_json(os.path.join(folder, "sentence_bert_config.json"),
+                       {"max_seq_length": settings["max_seq_length"],
+                        "do_lower_case": False})
+
+
+def run_case(name, case, output):
+    generator = torch.Generator().manual_seed(sum(map(ord, name)))
+    config = dict(_SMALL, **case["config"])
+    module = case["module"]
+    weights = draw(module.weight_shapes(config), generator)
+    write_folder(os.path.join(output, "repository", name), case, config,
+                 weights, generator)
+    settings = case.get("sentence_transformers") or {}
+    # Without sentence-transformers' files, Favor's own defaults.
+    pooling = settings.get("pooling", "mean")
+    normalize = settings.get("normalize", False)
+    ids = sequences(case, config, generator)
+    tokens, pooled = [], []
+    for seq in ids:
+        y = module.forward(weights, config, seq)
+        tokens.append(y.tolist())
+        vector = st.pool(y, pooling)
+        pooled.append((st.normalize(vector) if normalize else vector).tolist())
+    offsets = [0]
+    for seq in ids:
+        offsets.append(offsets[-1] + len(seq))
+    limit = config["max_position_embeddings"]
+    if config["model_type"] in ("roberta", "xlm-roberta"):
+        limit -= config["pad_token_id"] + 1
+    limit = min(limit, settings.get("max_seq_length", limit))
+    write_json(os.path.join(output, "expected", name + ".json"), {
+        # What Favor runs: the base model under the task class.
+        "architecture": case.get("runs_as", case["class"]),
+        "pooling": pooling, "normalize": normalize,
+        "max_sequence_length": limit,
+        "token_ids": torch.cat(ids).tolist(), "offsets": offsets,
+        "tokens": tokens, "pooled": pooled,
+    })
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for name, case in CASES.items():
+        run_case(name, case, args.output)
+    write_json(os.path.join(args.output, "cases.json"), sorted(CASES))
+    print(f"hf_reference: {len(CASES)} folders in {args.output}")
+
+
+if __name__ == "__main__":
+    main()
