@@ -151,7 +151,7 @@ MUTANTS = [
        "model", regex="HfParity|ModelFolder"),
     _m("hf-task-prefix-ignored", MOD + "model_folder.cc", "inverted condition",
        "    naming.prefix = folder.weight_prefix;", "    naming.prefix = \"\";",
-       "model", regex="HfParity|HfBadFolder"),
+       "model", regex="hf_parity"),
     _m("hf-normalize-module-ignored", MOD + "hf/sentence_transformers.cc",
        "lost status", "      config->normalize = true;", "      config->normalize = false;",
        "model", regex="HfParity|ModelFolder"),

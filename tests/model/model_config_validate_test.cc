@@ -65,6 +65,23 @@ TEST(ModelConfigTest, LearnedPositionsBoundTheSequenceLength) {
                 {"field 'max_sequence_length' is 0"});
 }
 
+TEST(ModelConfigTest, PositionsAfterThePaddingIdStartPastIt) {
+  // RoBERTa's numbering: rows 0 … pad_token_id are no token's, so 514 rows
+  // with padding id 1 hold 512 tokens, and not 513.
+  EXPECT_TRUE(Parse(R"({"position_ids": "after_padding", "pad_token_id": 1,
+      "max_position_embeddings": 514, "max_sequence_length": 512})")
+                  .ok());
+  ExpectInvalid(R"({"position_ids": "after_padding", "pad_token_id": 1,
+                    "max_position_embeddings": 514,
+                    "max_sequence_length": 513})",
+                {"field 'max_position_embeddings' is 514",
+                 "past the first 2"});
+  ExpectInvalid(R"({"position_ids": "after_padding", "pad_token_id": -1,
+                    "max_position_embeddings": 514,
+                    "max_sequence_length": 512})",
+                {"field 'pad_token_id' is -1"});
+}
+
 TEST(ModelConfigTest, ValidatesRotary) {
   ExpectInvalid(R"({"position_embedding_type": "rotary", "hidden_size": 12,
                     "num_attention_heads": 4})",
