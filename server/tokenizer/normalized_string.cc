@@ -29,9 +29,53 @@ void NormalizedString::Append(char32_t c, uint32_t source_begin,
   source_end_.insert(source_end_.end(), length, source_end);
 }
 
+void NormalizedString::AppendSlice(const NormalizedString& from,
+                                   uint32_t begin, uint32_t end) {
+  size_t pos = begin;
+  while (pos < end) {
+    const auto start = static_cast<uint32_t>(pos);
+    const char32_t c = NextChar(from.text_, &pos);
+    Append(c, from.SourceOfByte(start));
+  }
+}
+
 TokenSpan NormalizedString::SourceSpan(uint32_t begin, uint32_t end) const {
-  if (identity_) return {identity_offset_ + begin, identity_offset_ + end};
+  if (identity_) {
+    while (begin > 0 && IsContinuationByte(text_[begin])) --begin;
+    while (end < text_.size() && IsContinuationByte(text_[end])) ++end;
+    return {identity_offset_ + begin, identity_offset_ + end};
+  }
   return {source_begin_[begin], source_end_[end - 1]};
+}
+
+AlignedTransform::AlignedTransform(const NormalizedString& in,
+                                   NormalizedString* out)
+    : in_(in), out_(out) {
+  out_->Clear();
+  if (!in.empty()) {
+    const size_t start = in.SourceOfByte(0).begin;
+    last_ = {start, start};
+  }
+}
+
+void AlignedTransform::Consume() {
+  if (pos_ >= in_.text().size()) return;
+  last_ = in_.SourceOfByte(static_cast<uint32_t>(pos_));
+  NextChar(in_.text(), &pos_);
+}
+
+void AlignedTransform::Emit(char32_t c, int change) {
+  if (change > 0) {
+    out_->Append(c, last_);
+    return;
+  }
+  Consume();
+  out_->Append(c, last_);
+  Skip(-change);
+}
+
+void AlignedTransform::Skip(int count) {
+  for (int i = 0; i < count; ++i) Consume();
 }
 
 }  // namespace favor::tokenizer

@@ -19,6 +19,23 @@ class Normalizer {
                          NormalizedString* out) const = 0;
 };
 
+// A normalizer that can also take the output of another one, so that
+// Hugging Face's "Sequence" can chain them: each output character carries
+// the input span Hugging Face's NormalizedString would give it.
+class ChainableNormalizer : public Normalizer {
+ public:
+  // Normalizes `in` into *out (cleared first; never `in` itself).
+  virtual void Transform(const NormalizedString& in,
+                         NormalizedString* out) const = 0;
+
+  void Normalize(absl::string_view text, uint32_t source_offset,
+                 NormalizedString* out) const override {
+    NormalizedString in;
+    in.AssignIdentity(text, source_offset);
+    Transform(in, out);
+  }
+};
+
 }  // namespace favor::tokenizer
 
 #endif  // FAVOR_SERVER_TOKENIZER_NORMALIZER_H_

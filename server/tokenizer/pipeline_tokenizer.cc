@@ -38,15 +38,22 @@ Framing FramingOf(const Tokenizer& tokenizer) {
 // Buffers one Encode call reuses across its segments.
 struct PipelineTokenizer::Scratch {
   std::vector<AddedVocabulary::Segment> segments;
+  std::vector<AddedVocabulary::Segment> normalized_segments;
   NormalizedString normalized;
+  NormalizedString piece;
+  NormalizedString rewritten;
   std::vector<ByteRange> words;
   std::vector<ModelToken> tokens;
+  size_t text_tokens = 0;  // tokens of the text so far (TrimSpan's index)
 };
 
 PipelineTokenizer::PipelineTokenizer(Stages stages)
     : stages_(std::move(stages)) {
-  for (const AddedToken& token : stages_.added.tokens()) {
-    if (token.special) special_tokens_.push_back({token.content, token.id});
+  for (const AddedVocabulary* added :
+       {&stages_.added, &stages_.normalized_added}) {
+    for (const AddedToken& token : added->tokens()) {
+      if (token.special) special_tokens_.push_back({token.content, token.id});
+    }
   }
   for (const SpecialToken& token : stages_.extra_special_tokens) {
     const bool known = std::any_of(
@@ -75,9 +82,9 @@ absl::StatusOr<Encoding> PipelineTokenizer::Encode(
     if (segment.added_id < 0) {
       EncodeSegment(text, segment.range, &scratch, &appender);
     } else {
-      appender.Append(segment.added_id, IdToToken(segment.added_id),
-                      {segment.range.begin, segment.range.end},
-                      /*special=*/false);
+      AppendTextToken(segment.added_id,
+                      {segment.range.begin, segment.range.end}, &scratch,
+                      &appender);
     }
   }
   appender.Finish();
@@ -96,7 +103,38 @@ void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
   } else {
     normalized.AssignIdentity(piece, segment.begin);
   }
-  const absl::string_view normal = normalized.text();
+  const bool at_text_start = segment.begin == 0;
+  if (stages_.normalized_added.tokens().empty()) {
+    EncodeNormalized(normalized, at_text_start, scratch, appender);
+    return;
+  }
+  auto& parts = scratch->normalized_segments;
+  parts.clear();
+  stages_.normalized_added.Split(normalized.text(), &parts);
+  for (const AddedVocabulary::Segment& part : parts) {
+    if (part.added_id >= 0) {
+      AppendTextToken(part.added_id,
+                      normalized.SourceSpan(part.range.begin, part.range.end),
+                      scratch, appender);
+      continue;
+    }
+    scratch->piece.Clear();
+    scratch->piece.AppendSlice(normalized, part.range.begin, part.range.end);
+    EncodeNormalized(scratch->piece, at_text_start && part.range.begin == 0,
+                     scratch, appender);
+  }
+}
+
+void PipelineTokenizer::EncodeNormalized(const NormalizedString& input,
+                                         bool at_text_start, Scratch* scratch,
+                                         TruncatingAppender* appender) const {
+  const NormalizedString* normalized = &input;
+  if (stages_.pre_tokenizer &&
+      stages_.pre_tokenizer->Rewrite(input, at_text_start,
+                                     &scratch->rewritten)) {
+    normalized = &scratch->rewritten;
+  }
+  const absl::string_view normal = normalized->text();
   scratch->words.clear();
   if (stages_.pre_tokenizer) {
     stages_.pre_tokenizer->Split(normal, &scratch->words);
@@ -108,12 +146,23 @@ void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
     stages_.model->Tokenize(normal.substr(word.begin, word.end - word.begin),
                             &scratch->tokens);
     for (const ModelToken& token : scratch->tokens) {
-      appender->Append(token.id, stages_.model->IdToToken(token.id),
-                       normalized.SourceSpan(word.begin + token.begin,
+      AppendTextToken(token.id,
+                      normalized->SourceSpan(word.begin + token.begin,
                                              word.begin + token.end),
-                       /*special=*/false);
+                      scratch, appender);
     }
   }
+}
+
+void PipelineTokenizer::AppendTextToken(int32_t id, TokenSpan span,
+                                        Scratch* scratch,
+                                        TruncatingAppender* appender) const {
+  const absl::string_view token = IdToToken(id);
+  if (stages_.post_processor) {
+    stages_.post_processor->TrimSpan(scratch->text_tokens, token, &span);
+  }
+  ++scratch->text_tokens;
+  appender->Append(id, token, span, /*special=*/false);
 }
 
 size_t PipelineTokenizer::num_added_special_tokens() const {
@@ -126,21 +175,30 @@ void PipelineTokenizer::AddSpecialTokens(Encoding* encoding) const {
 
 size_t PipelineTokenizer::vocab_size() const {
   size_t size = stages_.model->vocab_size();
-  for (const AddedToken& token : stages_.added.tokens()) {
-    size = std::max(size, static_cast<size_t>(token.id) + 1);
+  for (const AddedVocabulary* added :
+       {&stages_.added, &stages_.normalized_added}) {
+    for (const AddedToken& token : added->tokens()) {
+      size = std::max(size, static_cast<size_t>(token.id) + 1);
+    }
   }
   return size;
 }
 
 absl::string_view PipelineTokenizer::IdToToken(int32_t id) const {
   if (const AddedToken* added = stages_.added.Find(id)) return added->content;
+  if (const AddedToken* added = stages_.normalized_added.Find(id)) {
+    return added->content;
+  }
   return stages_.model->IdToToken(id);
 }
 
 std::optional<int32_t> PipelineTokenizer::TokenToId(
     absl::string_view token) const {
-  for (const AddedToken& added : stages_.added.tokens()) {
-    if (added.content == token) return added.id;
+  for (const AddedVocabulary* vocabulary :
+       {&stages_.added, &stages_.normalized_added}) {
+    for (const AddedToken& added : vocabulary->tokens()) {
+      if (added.content == token) return added.id;
+    }
   }
   return stages_.model->TokenToId(token);
 }

@@ -24,6 +24,9 @@ class PipelineTokenizer final : public Tokenizer {
   struct Stages {
     std::string kind;                               // what kind() reports
     AddedVocabulary added;                          // may be empty
+    // Added tokens with "normalized": true, matched in the normalized text
+    // of each segment (their contents normalized); may be empty.
+    AddedVocabulary normalized_added;
     std::unique_ptr<Normalizer> normalizer;         // null: text as is
     std::unique_ptr<PreTokenizer> pre_tokenizer;    // null: a segment is a word
     std::unique_ptr<Model> model;                   // required
@@ -51,6 +54,12 @@ class PipelineTokenizer final : public Tokenizer {
   struct Scratch;
   void EncodeSegment(absl::string_view text, ByteRange segment,
                      Scratch* scratch, TruncatingAppender* appender) const;
+  // Pre-tokenizes and tokenizes normalized text that holds no added token.
+  void EncodeNormalized(const NormalizedString& normalized, bool at_text_start,
+                        Scratch* scratch, TruncatingAppender* appender) const;
+  // Appends a token of the text, its span trimmed by the post-processor.
+  void AppendTextToken(int32_t id, TokenSpan span, Scratch* scratch,
+                       TruncatingAppender* appender) const;
 
   Stages stages_;
   std::vector<SpecialToken> special_tokens_;

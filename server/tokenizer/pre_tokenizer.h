@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "server/tokenizer/normalized_string.h"
 
 namespace favor::tokenizer {
 
@@ -23,6 +24,19 @@ class PreTokenizer {
   // each non-empty. Const and stateless: safe from many threads at once.
   virtual void Split(absl::string_view normalized,
                      std::vector<ByteRange>* words) const = 0;
+  // Pre-tokenizers that change the text before they split it (Metaspace
+  // puts its replacement character for spaces, ByteLevel a space before
+  // the text) write the changed text to *out, with each character's input
+  // span as Hugging Face aligns it, and return true; the others return
+  // false and leave *out alone. `at_text_start`: `in` starts at the input's
+  // first byte (Metaspace's prepend_scheme "first").
+  virtual bool Rewrite(const NormalizedString& in, bool at_text_start,
+                       NormalizedString* out) const {
+    (void)in;
+    (void)at_text_start;
+    (void)out;
+    return false;
+  }
 };
 
 }  // namespace favor::tokenizer

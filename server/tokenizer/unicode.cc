@@ -72,6 +72,18 @@ bool IsCjkIdeograph(char32_t c) {
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
+bool IsLetter(char32_t c) {
+  if (c < 0x80) return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+  const utf8proc_category_t category = CategoryOf(c);
+  return category >= UTF8PROC_CATEGORY_LU && category <= UTF8PROC_CATEGORY_LO;
+}
+
+bool IsNumber(char32_t c) {
+  if (c < 0x80) return c >= '0' && c <= '9';
+  const utf8proc_category_t category = CategoryOf(c);
+  return category >= UTF8PROC_CATEGORY_ND && category <= UTF8PROC_CATEGORY_NO;
+}
+
 bool IsNonspacingMark(char32_t c) {
   return c >= 0x80 && CategoryOf(c) == UTF8PROC_CATEGORY_MN;
 }

@@ -60,6 +60,10 @@ bool IsBertPunctuation(char32_t c);
 // (including its 0x2B920 start of one range, where BERT's Python code says
 // 0x2B820): a definition of BERT's, not Unicode data.
 bool IsCjkIdeograph(char32_t c);
+// Regular expressions' \p{L} (categories Lu, Ll, Lt, Lm, Lo) and \p{N}
+// (Nd, Nl, No), as GPT-2's pre-tokenizing pattern uses them.
+bool IsLetter(char32_t c);
+bool IsNumber(char32_t c);
 // General category Mn (what BERT's accent stripping removes after NFD).
 bool IsNonspacingMark(char32_t c);
 // Canonical_Combining_Class (0 for starters).

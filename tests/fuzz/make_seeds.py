@@ -11,6 +11,7 @@ import json
 import os
 import struct
 import subprocess
+import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -133,11 +134,128 @@ def train_spm(folder, model_type):
         return f.read()
 
 
+def byte_level_alphabet():
+    """GPT-2's byte → printable character table."""
+    printable = (list(range(ord("!"), ord("~") + 1)) +
+                 list(range(ord("\u00a1"), ord("\u00ac") + 1)) +
+                 list(range(ord("\u00ae"), ord("\u00ff") + 1)))
+    chars, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            chars[byte] = chr(byte)
+        else:
+            chars[byte] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
+
+
+def added(tokens, first_id=0):
+    return [{"id": first_id + i, "content": t, "single_word": False,
+             "lstrip": t == "<mask>", "rstrip": False, "normalized": False,
+             "special": True} for i, t in enumerate(tokens)]
+
+
+def byte_level_bpe_json():
+    """RoBERTa-style: ByteLevel pre-tokenizer, BPE, RobertaProcessing."""
+    merges = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("o", "x"),
+              ("\u0120f", "ox"), ("\u0120", "f"), ("\u00c3", "\u00a9"),
+              ("c", "a"), ("ca", "f"), ("caf", "\u00c3\u00a9")]
+    vocab = {t: i for i, t in enumerate(SPECIALS)}
+    for piece in byte_level_alphabet() + [a + b for a, b in merges]:
+        vocab.setdefault(piece, len(vocab))
+    vocab["<mask>"] = len(vocab)
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": added(SPECIALS) + added(["<mask>"], len(vocab) - 1),
+        "normalizer": {"type": "NFC"},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                          "trim_offsets": True, "use_regex": True},
+        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2],
+                           "cls": ["<s>", 0], "trim_offsets": True,
+                           "add_prefix_space": False},
+        "decoder": None,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                  "fuse_unk": False, "byte_fallback": False,
+                  "vocab": vocab, "merges": [" ".join(m) for m in merges]}},
+        ensure_ascii=False)
+
+
+def metaspace_bpe_json():
+    """Newer Llama/Mistral style: Metaspace (first, no split), BPE with
+    byte fallback, <s> from TemplateProcessing."""
+    merges = [("\u2581", "t"), ("h", "e"), ("\u2581t", "he"), ("o", "x"),
+              ("\u2581", "f"), ("\u2581f", "ox"), ("\u2581", "\u2581")]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for byte in range(256):
+        vocab["<0x%02X>" % byte] = len(vocab)
+    for piece in ["\u2581", "t", "h", "e", "o", "x", "f", "q", "u", "i", "c",
+                  "k", "\u65e5", "\u00e9"] + [a + b for a, b in merges]:
+        vocab.setdefault(piece, len(vocab))
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": added(["<unk>", "<s>", "</s>"]),
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
+                          "prepend_scheme": "first", "split": False},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}},
+                     {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                     {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [1],
+                                       "tokens": ["<s>"]}}},
+        "decoder": None,
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True,
+                  "byte_fallback": True, "vocab": vocab,
+                  "merges": [list(m) for m in merges]}},
+        ensure_ascii=False)
+
+
+def unigram_json(folder):
+    """XLM-R style (tests/tokenizer/spm_to_tokenizer_json.py) from a tiny
+    Unigram model whose normalisation rules are a few lines, so that the
+    Precompiled charsmap stays small enough to mutate."""
+    rules = os.path.join(folder, "rules.tsv")
+    with open(rules, "w") as f:
+        # Source and target code points in hex, as spm_train reads them.
+        f.write("41\t61\n42\t62\nFF21\t61\n65 301\tE9\n3000\t20\n"
+                "FB01\t66 69\n")
+    text = os.path.join(folder, "unigram_train.txt")
+    with open(text, "w") as f:
+        for i in range(200):
+            f.write("the quick brown fox %d café fine 日本語.\n" % i)
+    prefix = os.path.join(folder, "xlmr")
+    subprocess.run(["spm_train", "--input=" + text, "--model_prefix=" + prefix,
+                    "--vocab_size=60", "--model_type=unigram",
+                    "--normalization_rule_tsv=" + rules,
+                    "--remove_extra_whitespaces=false",
+                    "--character_coverage=1.0", "--minloglevel=2"],
+                   check=True, capture_output=True)
+    out = os.path.join(folder, "xlmr.json")
+    subprocess.run([sys.executable, os.path.join(
+        ROOT, "tests/tokenizer/spm_to_tokenizer_json.py"),
+        prefix + ".model", out], check=True)
+    with open(out, "rb") as f:
+        return f.read()
+
+
 def tokenizer_seeds():
-    files = [(0, "json", TOKENIZER_JSON.encode()), (1, "vocab", VOCAB_TXT.encode())]
+    files = [(0, "json", TOKENIZER_JSON.encode()), (1, "vocab", VOCAB_TXT.encode()),
+             (0, "json_byte_level_bpe", byte_level_bpe_json().encode()),
+             (0, "json_metaspace_bpe", metaspace_bpe_json().encode())]
     with tempfile.TemporaryDirectory() as folder:
         files.append((2, "spm_unigram", train_spm(folder, "unigram")))
         files.append((2, "spm_bpe", train_spm(folder, "bpe")))
+        files.append((0, "json_unigram", unigram_json(folder)))
     for format_byte, name, data in files:
         for i, text in enumerate(TEXTS):
             write("tokenizer_fuzz", "%s_%d" % (name, i),

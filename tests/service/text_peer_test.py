@@ -277,7 +277,7 @@ def reference_tokenize(references_dir, out):
     """The Rust tokenizers' encoding of one more text, by the same script
     that wrote the references."""
     here = os.path.dirname(os.path.abspath(__file__))
-    script = os.path.join(here, "..", "tokenizer", "wordpiece_reference.mjs")
+    script = os.path.join(here, "..", "tokenizer", "huggingface_reference.mjs")
 
     def tokenize(text):
         corpus = os.path.join(out, "one.txt")

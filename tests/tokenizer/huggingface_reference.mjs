@@ -1,6 +1,7 @@
-// Writes Hugging Face's own encodings of a corpus, for wordpiece_parity_test.
+// Writes Hugging Face's own encodings of a corpus, for the parity tests
+// (wordpiece_parity_test, tokenizer_json_parity_test).
 //
-// Usage: node wordpiece_reference.mjs <npm prefix> <tokenizer.json> <corpus> <output.jsonl>
+// Usage: node huggingface_reference.mjs <npm prefix> <tokenizer.json> <corpus> <output.jsonl>
 //
 // Two Hugging Face implementations, both run on the same tokenizer.json:
 //  - @huggingface/tokenizers, the pure-JavaScript tokenizers (transformers.js):
@@ -17,7 +18,7 @@ import { pathToFileURL } from 'url';
 
 const [prefix, tokenizerPath, corpusPath, outputPath] = process.argv.slice(2);
 if (!outputPath) {
-  console.error('usage: wordpiece_reference.mjs <npm prefix> <tokenizer.json> <corpus> <output>');
+  console.error('usage: huggingface_reference.mjs <npm prefix> <tokenizer.json> <corpus> <output>');
   process.exit(2);
 }
 const modules = path.resolve(prefix, 'node_modules');
@@ -53,4 +54,4 @@ for (const text of strings) {
   }));
 }
 writeFileSync(outputPath, out.join('\n') + '\n');
-console.log(`wordpiece_reference: ${strings.length} strings from ${corpusPath}`);
+console.log(`huggingface_reference: ${strings.length} strings from ${corpusPath}`);

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Writes a SentencePiece Unigram .model as an XLM-RoBERTa-style tokenizer.json.
+
+Usage: spm_to_tokenizer_json.py <model> <tokenizer.json>
+
+The pipeline is the one Hugging Face's transformers builds for XLM-R
+(convert_slow_tokenizer.py, XLMRobertaConverter on SpmConverter), written
+here from reading it:
+  - the vocabulary is fairseq's: <s> <pad> </s> <unk> first, then the
+    model's pieces from id 3 on (SentencePiece's own <unk> <s> </s> are ids
+    0..2 and are replaced), then <mask>; so a SentencePiece id i >= 3 is
+    tokenizer.json id i + 1, and unk is id 3;
+  - model: Unigram with each piece's score and unk_id 3;
+  - normalizer: Precompiled, the model's own precompiled_charsmap (base64);
+  - pre-tokenizer: Metaspace, replacement "▁", prepend_scheme "always",
+    split on it;
+  - post-processor: TemplateProcessing <s> $A </s> (pair <s> $A </s> </s> $B
+    </s>), and the five special tokens as added tokens (<mask> with lstrip,
+    as XLM-R's).
+SpmConverter also adds Strip(right) and a Replace of the Regex " {2,}" to
+the normalizer, which emulate SentencePiece's remove_extra_whitespaces;
+Favor's tokenizer.json refuses Regex patterns, so the model this is used on
+is trained with remove_extra_whitespaces=false, and the two stages are left
+out (with that flag off they would not match SentencePiece anyway).
+"""
+import base64
+import json
+import sys
+
+from sentencepiece import sentencepiece_model_pb2
+
+UNIGRAM = 1  # TrainerSpec.ModelType
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
+UNK_ID = 3
+
+
+def load(path):
+    proto = sentencepiece_model_pb2.ModelProto()
+    with open(path, "rb") as f:
+        proto.ParseFromString(f.read())
+    if proto.trainer_spec.model_type != UNIGRAM:
+        sys.exit(f"{path}: not a Unigram model")
+    if [p.piece for p in proto.pieces[:3]] != ["<unk>", "<s>", "</s>"]:
+        sys.exit(f"{path}: ids 0..2 must be <unk> <s> </s> (spm_train's "
+                 "default), as in XLM-R's sentencepiece.bpe.model")
+    return proto
+
+
+def added_token(content, token_id):
+    return {"id": token_id, "content": content, "single_word": False,
+            "lstrip": content == "<mask>", "rstrip": False,
+            "normalized": False, "special": True}
+
+
+def template(pair):
+    def special(token):
+        return {"SpecialToken": {"id": token, "type_id": 0}}
+
+    def sequence(name):
+        return {"Sequence": {"id": name, "type_id": 0}}
+    single = [special("<s>"), sequence("A"), special("</s>")]
+    if not pair:
+        return single
+    return single + [special("</s>"), sequence("B"), special("</s>")]
+
+
+def convert(proto):
+    vocab = [[token, 0.0] for token in SPECIALS]
+    vocab += [[p.piece, p.score] for p in proto.pieces[3:]]
+    vocab.append(["<mask>", 0.0])
+    ids = {token: i for i, (token, _) in enumerate(vocab)}
+    charsmap = proto.normalizer_spec.precompiled_charsmap
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [added_token(t, ids[t]) for t in SPECIALS + ["<mask>"]],
+        "normalizer": {"type": "Precompiled",
+                       "precompiled_charsmap":
+                           base64.b64encode(charsmap).decode("ascii")},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
+                          "prepend_scheme": "always", "split": True},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": template(pair=False),
+            "pair": template(pair=True),
+            "special_tokens": {
+                t: {"id": t, "ids": [ids[t]], "tokens": [t]}
+                for t in ("<s>", "</s>")}},
+        "decoder": {"type": "Metaspace", "replacement": "\u2581",
+                    "prepend_scheme": "always", "split": True},
+        "model": {"type": "Unigram", "unk_id": UNK_ID, "vocab": vocab,
+                  "byte_fallback": False},
+    }
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    converted = convert(load(sys.argv[1]))
+    with open(sys.argv[2], "w", encoding="utf-8") as f:
+        json.dump(converted, f, ensure_ascii=False, indent=1)
+
+
+if __name__ == "__main__":
+    main()
