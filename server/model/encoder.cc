@@ -134,6 +134,16 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
   return y;
 }
 
+at::Tensor Encoder::FeedForwardInner(const LayerWeights& layer,
+                                     const at::Tensor& x) const {
+  at::Tensor inner = layer.intermediate(x);
+  if (config_.feed_forward == FeedForward::kGated) {
+    return GatedActivation(config_.hidden_act, inner);
+  }
+  ActivateInPlace(config_.hidden_act, inner);
+  return inner;
+}
+
 void Encoder::FinishLayer(const LayerWeights& layer, at::Tensor& a,
                           const at::Tensor& attended) const {
   const bool pre = config_.norm_placement == NormPlacement::kPre;
@@ -145,9 +155,8 @@ void Encoder::FinishLayer(const LayerWeights& layer, at::Tensor& a,
       at::Tensor a_rows = a.narrow(0, begin, rows);
       layer.attention.output.AddInto(attended.narrow(0, begin, rows), a_rows);
       if (!pre) layer.attention_norm.InPlace(a_rows);
-      at::Tensor inner =
-          layer.intermediate(pre ? layer.output_norm(a_rows) : a_rows);
-      ActivateInPlace(config_.hidden_act, inner);
+      const at::Tensor inner =
+          FeedForwardInner(layer, pre ? layer.output_norm(a_rows) : a_rows);
       layer.output.AddInto(inner, a_rows);
       if (!pre) layer.output_norm.InPlace(a_rows);
     });
@@ -163,8 +172,7 @@ void Encoder::FinishLayer(const LayerWeights& layer, at::Tensor& a,
     h.add_(a_rows);
     if (!pre) h = layer.attention_norm(h);
     at::Tensor inner =
-        layer.intermediate(ToCompute(pre ? layer.output_norm(h) : h));
-    ActivateInPlace(config_.hidden_act, inner);
+        FeedForwardInner(layer, ToCompute(pre ? layer.output_norm(h) : h));
     at::Tensor f = layer.output(inner).to(at::kFloat);
     inner.reset();
     f.add_(h);

@@ -33,7 +33,9 @@ struct AttentionWeights {
 struct LayerWeights {
   AttentionWeights attention;
   Norm attention_norm;  // N1: attention.output.LayerNorm
-  Linear intermediate;  // intermediate.dense
+  // intermediate.dense; gated: intermediate.dense | intermediate.gate, one
+  // (H, 2I) product.
+  Linear intermediate;
   Linear output;        // output.dense
   Norm output_norm;     // N2: output.LayerNorm
 };
@@ -153,6 +155,9 @@ class Encoder {
                           const Tokens* rotary_tokens) const;
   // Attention output projection, residuals, norms and feed-forward,
   // written over a block by block.
+  // The feed-forward's activated inner vectors of rows `x`.
+  at::Tensor FeedForwardInner(const LayerWeights& layer,
+                              const at::Tensor& x) const;
   void FinishLayer(const LayerWeights& layer, at::Tensor& a,
                    const at::Tensor& attended) const;
   // One copy of `points` (n, H) per sequence, and the copies' offsets.

@@ -24,6 +24,20 @@ at::ScalarType ScalarTypeOf(DType dtype) {
       return at::kHalf;
     case DType::kBF16:
       return at::kBFloat16;
+    case DType::kF64:
+      return at::kDouble;
+    case DType::kI64:
+      return at::kLong;
+    case DType::kI32:
+      return at::kInt;
+    case DType::kI16:
+      return at::kShort;
+    case DType::kI8:
+      return at::kChar;
+    case DType::kU8:
+      return at::kByte;
+    case DType::kBool:
+      return at::kBool;
     case DType::kF32:
       break;
   }
@@ -132,7 +146,14 @@ at::Tensor WeightReader::Get(const ExpectedTensor& tensor, bool keep_float32) {
 
 Linear WeightReader::GetLinear(const LinearTensors& linear) {
   const at::Tensor weight = Get(linear.weight);
-  const at::Tensor bias = Get(linear.bias);
+  // Without linear_bias the products start from zeros, as PyTorch's
+  // bias=False layers do.
+  const at::Tensor bias = linear.bias.has_value()
+                              ? Get(*linear.bias)
+                              : at::zeros({linear.weight.shape[0]},
+                                          at::TensorOptions()
+                                              .dtype(dtype_)
+                                              .device(device_));
   if (!weight.defined() || !bias.defined()) return {};
   return {weight.t().contiguous(), bias};
 }
@@ -146,6 +167,9 @@ Norm WeightReader::GetNorm(const NormTensors& tensors) {
   norm.scale = GetIf(tensors.scale, /*keep_float32=*/true);
   norm.weight = GetIf(tensors.weight, /*keep_float32=*/true);
   norm.bias = GetIf(tensors.bias, /*keep_float32=*/true);
+  if (norm.weight.defined() && !tensors.bias.has_value()) {
+    norm.bias = at::zeros_like(norm.weight);  // norm_bias false
+  }
   return norm;
 }
 
@@ -194,6 +218,15 @@ LayerWeights WeightReader::GetLayer(const LayerTensors& tensors) {
   layer.attention = GetAttention(tensors.attention);
   layer.attention_norm = GetNorm(tensors.attention_norm);
   layer.intermediate = GetLinear(tensors.intermediate);
+  if (tensors.gate.has_value()) {
+    // One (H, 2I) product for both halves (encoder.h, LayerWeights).
+    const Linear gate = GetLinear(*tensors.gate);
+    if (layer.intermediate.weight_t.defined() && gate.weight_t.defined()) {
+      layer.intermediate = {
+          at::cat({layer.intermediate.weight_t, gate.weight_t}, 1).contiguous(),
+          at::cat({layer.intermediate.bias, gate.bias}, 0)};
+    }
+  }
   layer.output = GetLinear(tensors.output);
   layer.output_norm = GetNorm(tensors.output_norm);
   return layer;

@@ -151,7 +151,17 @@ void ActivateInPlace(Activation activation, at::Tensor& x) {
     case Activation::kRelu:
       x.relu_();
       return;
+    case Activation::kSilu:
+      at::silu_(x);
+      return;
   }
+}
+
+at::Tensor GatedActivation(Activation activation, const at::Tensor& inner) {
+  const int64_t width = inner.size(-1) / 2;
+  at::Tensor activated = inner.narrow(-1, 0, width).contiguous();
+  ActivateInPlace(activation, activated);
+  return activated.mul_(inner.narrow(-1, width, width));
 }
 
 namespace {

@@ -109,6 +109,10 @@ struct Norm {
 // The feed-forward activation, in place on `x` (a fresh intermediate).
 void ActivateInPlace(Activation activation, at::Tensor& x);
 
+// A gated feed-forward's inner vectors: act(first half) ⊙ second half of
+// `inner`'s columns (the fused x·[W1 | Wg] product), a new tensor.
+at::Tensor GatedActivation(Activation activation, const at::Tensor& inner);
+
 // cos and sin of every token's rotary angles, (tokens, d/2) float32 tables:
 // angle (t, i) = position_t · base^(−2i/d). Angles are formed in double
 // precision, because a float32 product p · θ_i loses the angle's fractional

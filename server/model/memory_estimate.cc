@@ -45,7 +45,11 @@ MemoryProfile MemoryProfileOf(const ModelConfig& config) {
   profile.hidden_size = config.hidden_size;
   profile.head_dim = config.head_dim();
   profile.num_heads = config.num_attention_heads;
-  profile.intermediate_size = config.intermediate_size;
+  // A gated feed-forward's product is twice as wide (x·[W1 | Wg]), then
+  // its half-width result: count it as twice the width.
+  profile.intermediate_size =
+      config.intermediate_size *
+      (config.feed_forward == FeedForward::kGated ? 2 : 1);
   profile.positions =
       config.position_embedding_type != PositionEmbedding::kNone;
   profile.rotary = config.position_embedding_type == PositionEmbedding::kRotary;

@@ -209,7 +209,8 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
   }
   ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
                    SafetensorsFile::Open(directory + "/model.safetensors"));
-  const WeightNaming naming = NamingIn(folder, *file);
+  ASSIGN_OR_RETURN(const WeightNaming naming,
+                   PrepareWeights(folder, file.get()));
   RETURN_IF_ERROR(
       CheckTensors(*file, ExpectedWeights(config, naming), naming.ignore));
   ASSIGN_OR_RETURN(internal::LoadedWeights loaded,

@@ -30,7 +30,11 @@ namespace favor::model {
 
 // Feed-forward activation. kGeluTanh is the tanh approximation that Hugging
 // Face calls "gelu_new" / "gelu_pytorch_tanh" (both accepted as names).
-enum class Activation { kGelu, kGeluTanh, kRelu };
+// kSilu is x·sigmoid(x) (SwiGLU's gate).
+enum class Activation { kGelu, kGeluTanh, kRelu, kSilu };
+// The feed-forward: dense is W2·act(W1·x); gated (GLU: SwiGLU with silu,
+// GeGLU with gelu) is W2·(act(W1·x) ⊙ Wg·x).
+enum class FeedForward { kDense, kGated };
 // LayerNorm, or ScaleNorm from "Transformers without Tears" (Nguyen & Salazar
 // 2019): g · x / max(‖x‖, eps) with one learned scalar g.
 enum class NormType { kLayerNorm, kScaleNorm };
@@ -70,6 +74,7 @@ absl::string_view NameOf(NormType value);
 absl::string_view NameOf(NormPlacement value);
 absl::string_view NameOf(PositionEmbedding value);
 absl::string_view NameOf(PositionIds value);
+absl::string_view NameOf(FeedForward value);
 absl::string_view NameOf(BlockType value);
 absl::string_view NameOf(Pooling value);
 absl::string_view NameOf(attention::ProjectionOptions::RowNorm value);
@@ -183,6 +188,11 @@ struct ModelConfig {
   int64_t num_attention_heads = 12;  // head size = hidden / heads ≤ 4096
   int64_t intermediate_size = 3072;  // feed-forward width, 1 to 2^20
   Activation hidden_act = Activation::kGelu;
+  FeedForward feed_forward = FeedForward::kDense;
+  // Whether the linear layers (attention's and the feed-forward's) and the
+  // LayerNorms have biases: NomicBERT's linears and ModernBERT's have none.
+  bool linear_bias = true;
+  bool norm_bias = true;
   NormType norm = NormType::kLayerNorm;
   NormPlacement norm_placement = NormPlacement::kPost;
   // ε of every norm (ScaleNorm: the floor of ‖x‖). > 0.

@@ -51,6 +51,7 @@ absl::string_view NameOf(NormType value) { return FindName(value); }
 absl::string_view NameOf(NormPlacement value) { return FindName(value); }
 absl::string_view NameOf(PositionEmbedding value) { return FindName(value); }
 absl::string_view NameOf(PositionIds value) { return FindName(value); }
+absl::string_view NameOf(FeedForward value) { return FindName(value); }
 absl::string_view NameOf(BlockType value) { return FindName(value); }
 absl::string_view NameOf(Pooling value) { return FindName(value); }
 absl::string_view NameOf(RowNorm value) { return FindName(value); }

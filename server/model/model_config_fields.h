@@ -34,9 +34,12 @@ inline constexpr EnumName<Activation> kActivationNames[] = {
     {Activation::kGelu, "gelu"},
     {Activation::kGeluTanh, "gelu_tanh"},
     {Activation::kRelu, "relu"},
+    {Activation::kSilu, "silu"},
     {Activation::kGeluTanh, "gelu_new"},
     {Activation::kGeluTanh, "gelu_pytorch_tanh"},
 };
+inline constexpr EnumName<FeedForward> kFeedForwardNames[] = {
+    {FeedForward::kDense, "dense"}, {FeedForward::kGated, "gated"}};
 inline constexpr EnumName<NormType> kNormNames[] = {
     {NormType::kLayerNorm, "layer_norm"}, {NormType::kScaleNorm, "scale_norm"}};
 inline constexpr EnumName<NormPlacement> kPlacementNames[] = {
@@ -70,6 +73,9 @@ inline constexpr EnumName<attention::ProjectionOptions::RowNorm>
 // kernel has none here: its names belong to server/attention/kernel.h.
 inline absl::Span<const EnumName<Activation>> EnumNames(Activation) {
   return kActivationNames;
+}
+inline absl::Span<const EnumName<FeedForward>> EnumNames(FeedForward) {
+  return kFeedForwardNames;
 }
 inline absl::Span<const EnumName<NormType>> EnumNames(NormType) {
   return kNormNames;
@@ -166,6 +172,9 @@ struct ConfigFields<ModelConfig> {
     fn("num_attention_heads", &C::num_attention_heads);
     fn("intermediate_size", &C::intermediate_size);
     fn("hidden_act", &C::hidden_act);
+    fn("feed_forward", &C::feed_forward);
+    fn("linear_bias", &C::linear_bias);
+    fn("norm_bias", &C::norm_bias);
     fn("norm", &C::norm);
     fn("norm_placement", &C::norm_placement);
     fn("layer_norm_eps", &C::layer_norm_eps);

@@ -32,7 +32,8 @@ constexpr absl::string_view kFavorOnlyFields[] = {
     "version",     "norm",     "norm_placement",      "rotary_base",
     "max_sequence_length",     "attention",           "block",
     "num_latents", "num_inducing_points", "pooling",  "normalize",
-    "tokenizer",   "position_ids"};
+    "tokenizer",   "position_ids", "feed_forward", "linear_bias",
+    "norm_bias"};
 
 bool IsHuggingFace(const Json& config) {
   if (!config.contains("model_type")) return false;
@@ -97,6 +98,9 @@ absl::StatusOr<ModelFolder> ReadHuggingFace(const std::string& directory,
   folder.weight_prefix = std::string(architecture->weight_prefix);
   folder.files = {"config.json", "model.safetensors"};
   RETURN_IF_ERROR(architecture->adapt(hf, &folder.config));
+  if (architecture->aliases != nullptr) {
+    folder.aliases = architecture->aliases(folder.config);
+  }
   RETURN_IF_ERROR(ChooseTokenizer(directory, &folder.config, &folder.files));
   RETURN_IF_ERROR(hf::ApplySentenceTransformers(directory, &folder.config,
                                                 &folder.files));
@@ -133,14 +137,21 @@ absl::StatusOr<ModelFolder> ReadModelFolder(const std::string& directory) {
   return folder;
 }
 
-WeightNaming NamingIn(const ModelFolder& folder, const SafetensorsFile& file) {
+absl::StatusOr<WeightNaming> PrepareWeights(const ModelFolder& folder,
+                                            SafetensorsFile* file) {
   WeightNaming naming;
   if (folder.format != FolderFormat::kHuggingFace) return naming;
   if (!folder.weight_prefix.empty() &&
-      file.Get(folder.weight_prefix + "embeddings.word_embeddings.weight")
-          .ok()) {
+      file->Contains(folder.weight_prefix +
+                     "embeddings.word_embeddings.weight")) {
     naming.prefix = folder.weight_prefix;
   }
+  std::vector<TensorAlias> aliases = folder.aliases;
+  for (TensorAlias& alias : aliases) {
+    alias.name = naming.prefix + alias.name;
+    alias.source = naming.prefix + alias.source;
+  }
+  RETURN_IF_ERROR(file->Remap(aliases));
   // What lies outside the encoder (a task head, the position_ids buffer
   // that older checkpoints store) is not Favor's to run; anything unknown
   // inside it would change the forward pass and stays an error.

@@ -40,6 +40,9 @@ struct ModelFolder {
   std::string architecture;
   std::vector<std::string> overlay_fields;
   std::string weight_prefix;
+  // How the architecture's tensors become Favor's (names without the
+  // prefix); empty when its names are BERT's already.
+  std::vector<TensorAlias> aliases;
   // The files the model is made from, relative to the folder, sorted: what
   // its revision hashes (model_fingerprint.h).
   std::vector<std::string> files;
@@ -52,11 +55,13 @@ struct ModelFolder {
 // implement; NOT_FOUND when config.json is missing.
 absl::StatusOr<ModelFolder> ReadModelFolder(const std::string& directory);
 
-// How `file` spells `folder`'s weights: under the architecture's prefix
-// when the file has it (a task model's weights), else unprefixed; a
-// Hugging Face file's tensors outside the encoder (task heads, buffers) are
-// ignored.
-WeightNaming NamingIn(const ModelFolder& folder, const SafetensorsFile& file);
+// Presents `file` (`folder`'s model.safetensors) in Favor's names, through
+// the architecture's aliases, and returns how it spells them: under the
+// architecture's prefix when the file has it (a task model's weights), else
+// unprefixed; a Hugging Face file's tensors outside the encoder (task
+// heads, buffers) are ignored. Errors name the file and the tensor.
+absl::StatusOr<WeightNaming> PrepareWeights(const ModelFolder& folder,
+                                            SafetensorsFile* file);
 
 absl::string_view NameOf(FolderFormat format);  // "favor", "huggingface"
 

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <set>
 #include <utility>
 
 #include "absl/memory/memory.h"
@@ -79,11 +80,47 @@ absl::string_view DTypeName(DType dtype) {
       return "F16";
     case DType::kBF16:
       return "BF16";
+    case DType::kF64:
+      return "F64";
+    case DType::kI64:
+      return "I64";
+    case DType::kI32:
+      return "I32";
+    case DType::kI16:
+      return "I16";
+    case DType::kI8:
+      return "I8";
+    case DType::kU8:
+      return "U8";
+    case DType::kBool:
+      return "BOOL";
   }
   return "unknown";
 }
 
-size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kF64:
+    case DType::kI64:
+      return 8;
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kI16:
+      return 2;
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kBool:
+      return 1;
+  }
+  return 1;
+}
+
+bool IsWeightDType(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
+}
 
 int64_t TensorView::num_elements() const {
   int64_t count = 1;
@@ -127,6 +164,40 @@ std::vector<std::string> SafetensorsFile::TensorNames() const {
   names.reserve(tensors_.size());
   for (const auto& [name, view] : tensors_) names.push_back(name);
   return names;
+}
+
+absl::Status SafetensorsFile::Remap(absl::Span<const TensorAlias> aliases) {
+  std::map<std::string, TensorView, std::less<>> added;
+  std::set<std::string, std::less<>> sources;
+  for (const TensorAlias& alias : aliases) {
+    ASSIGN_OR_RETURN(TensorView view, Get(alias.source));
+    const int64_t rows = view.shape.empty() ? 1 : view.shape[0];
+    if (alias.parts < 1 || alias.part < 0 || alias.part >= alias.parts ||
+        view.shape.empty() || rows % alias.parts != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": tensor ", Quote(alias.source), " of shape ",
+          ShapeToString(view.shape), " does not split into ", alias.parts,
+          " equal blocks of rows"));
+    }
+    const size_t block_bytes = view.byte_size / alias.parts;
+    view.shape[0] = rows / alias.parts;
+    view.data += block_bytes * alias.part;
+    view.byte_size = block_bytes;
+    if (!added.emplace(alias.name, view).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": two tensors map onto ", Quote(alias.name)));
+    }
+    sources.insert(alias.source);
+  }
+  for (const std::string& source : sources) tensors_.erase(source);
+  for (auto& [name, view] : added) {
+    if (!tensors_.emplace(name, view).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": tensor ", Quote(name),
+          " is both in the file and made from another of its tensors"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool SafetensorsFile::Contains(absl::string_view name) const {

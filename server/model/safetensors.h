@@ -44,12 +44,17 @@
 namespace favor::model {
 
 // Element types the reader accepts. All are little-endian in the file.
-enum class DType { kF32, kF16, kBF16 };
+// Weights are F32, F16 or BF16 (IsWeightDType); the others are read so
+// that a checkpoint's buffers (an I64 "embeddings.position_ids", a BOOL
+// mask) do not make the file unreadable, and are never loaded as weights.
+enum class DType { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool };
 
-// "F32", "F16", "BF16", as the header spells them.
+// "F32", "F16", "BF16", "F64", "I64", ... as the header spells them.
 absl::string_view DTypeName(DType dtype);
-// Bytes per element: 4, 2, 2.
+// Bytes per element.
 size_t DTypeSize(DType dtype);
+// F32, F16 and BF16: what a model's weights may be stored in.
+bool IsWeightDType(DType dtype);
 
 // A tensor's bytes inside a mapped file; valid while the SafetensorsFile
 // that returned it lives. `data` is aligned to the element size in files that
@@ -63,6 +68,16 @@ struct TensorView {
   size_t byte_size = 0;  // product of shape × DTypeSize(dtype)
 
   int64_t num_elements() const;
+};
+
+// A tensor of the file under another name: the whole of `source`, or the
+// `part`-th of `parts` equal blocks of its rows (dimension 0), as when one
+// fused checkpoint tensor (NomicBERT's Wqkv) holds several of Favor's.
+struct TensorAlias {
+  std::string name;
+  std::string source;
+  int64_t part = 0;
+  int64_t parts = 1;
 };
 
 class SafetensorsFile {
@@ -86,6 +101,11 @@ class SafetensorsFile {
   bool Contains(absl::string_view name) const;
   // NOT_FOUND (naming the file and tensor) when there is no such tensor.
   absl::StatusOr<TensorView> Get(absl::string_view name) const;
+  // Adds every alias as a view of its source (no copy), then removes the
+  // sources, so that the file reads as the aliases name it. NOT_FOUND
+  // naming the file and the source when there is none; INVALID_ARGUMENT
+  // when a source's rows do not split into its `parts` or a name is taken.
+  absl::Status Remap(absl::Span<const TensorAlias> aliases);
   // The header's "__metadata__" map, empty when absent.
   const std::map<std::string, std::string>& metadata() const {
     return metadata_;

@@ -50,12 +50,16 @@ absl::StatusOr<DType> ParseDType(const std::string& path,
         absl::StrCat("\"dtype\" must be a string, got ", DescribeJson(value)));
   }
   const auto& text = value.get_ref<const std::string&>();
-  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64,
+                      DType::kI64, DType::kI32, DType::kI16, DType::kI8,
+                      DType::kU8, DType::kBool}) {
     if (text == DTypeName(dtype)) return dtype;
   }
-  return TensorError(path, name,
-                     absl::StrCat("unsupported dtype ", Quote(text),
-                                  " (Favor accepts F32, F16 and BF16)"));
+  return TensorError(
+      path, name,
+      absl::StrCat("unsupported dtype ", Quote(text),
+                   " (Favor reads F32, F16, BF16, F64, I64, I32, I16, I8, U8 "
+                   "and BOOL, and loads weights in the first three)"));
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseShape(const std::string& path,

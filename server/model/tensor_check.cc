@@ -46,6 +46,10 @@ absl::Status CheckTensors(
       mismatched.push_back(absl::StrCat(Quote(tensor.name), " (expected ",
                                         ShapeToString(tensor.shape), ", got ",
                                         ShapeToString(view->shape), ")"));
+    } else if (!IsWeightDType(view->dtype)) {
+      mismatched.push_back(absl::StrCat(Quote(tensor.name), " (stored as ",
+                                        DTypeName(view->dtype),
+                                        "; weights are F32, F16 or BF16)"));
     }
   }
   for (const std::string& name : file.TensorNames()) {
@@ -59,7 +63,8 @@ absl::Status CheckTensors(
     problems.push_back(ListProblems("unexpected", unexpected));
   }
   if (!mismatched.empty()) {
-    problems.push_back(ListProblems("with the wrong shape", mismatched));
+    problems.push_back(
+        ListProblems("with the wrong shape or dtype", mismatched));
   }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(

@@ -24,7 +24,7 @@ class TensorList {
   LinearTensors Linear(const std::string& prefix, int64_t out, int64_t in) {
     LinearTensors linear;
     linear.weight = Add(prefix + ".weight", {out, in});
-    linear.bias = Add(prefix + ".bias", {out});
+    if (config_.linear_bias) linear.bias = Add(prefix + ".bias", {out});
     return linear;
   }
   NormTensors Norm(const std::string& prefix) {
@@ -33,7 +33,9 @@ class TensorList {
       norm.scale = Add(prefix + ".scale", {1});
     } else {
       norm.weight = Add(prefix + ".weight", {config_.hidden_size});
-      norm.bias = Add(prefix + ".bias", {config_.hidden_size});
+      if (config_.norm_bias) {
+        norm.bias = Add(prefix + ".bias", {config_.hidden_size});
+      }
     }
     return norm;
   }
@@ -77,6 +79,9 @@ LayerTensors TensorList::Layer(const std::string& prefix, uint64_t sublayer) {
   layer.attention_norm = Norm(prefix + ".attention.output.LayerNorm");
   layer.intermediate =
       Linear(prefix + ".intermediate.dense", intermediate, hidden);
+  if (config_.feed_forward == FeedForward::kGated) {
+    layer.gate = Linear(prefix + ".intermediate.gate", intermediate, hidden);
+  }
   layer.output = Linear(prefix + ".output.dense", hidden, intermediate);
   layer.output_norm = Norm(prefix + ".output.LayerNorm");
   return layer;

@@ -25,13 +25,15 @@
 
 namespace favor::model {
 
-// A dense layer: weight [out, in] and bias [out].
+// A dense layer: weight [out, in] and bias [out] (none without
+// linear_bias).
 struct LinearTensors {
   ExpectedTensor weight;
-  ExpectedTensor bias;
+  std::optional<ExpectedTensor> bias;
 };
 
-// A norm: LayerNorm's weight and bias [H], or ScaleNorm's scale [1].
+// A norm: LayerNorm's weight and bias [H] (no bias without norm_bias), or
+// ScaleNorm's scale [1].
 struct NormTensors {
   std::optional<ExpectedTensor> weight;
   std::optional<ExpectedTensor> bias;
@@ -56,6 +58,8 @@ struct LayerTensors {
   AttentionTensors attention;
   NormTensors attention_norm;  // N1
   LinearTensors intermediate;
+  // Gated feed-forward only: Wg, multiplied with act(intermediate).
+  std::optional<LinearTensors> gate;
   LinearTensors output;
   NormTensors output_norm;  // N2
 };

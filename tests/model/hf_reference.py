@@ -23,15 +23,15 @@ normalize, max_sequence_length.
 import argparse
 import json
 import os
+import struct
 import sys
 
 import torch
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
-sys.path.insert(0, os.path.join(_HERE, "..", "..", "tools"))
-import export_state_dict  # noqa: E402
 from hf import bert  # noqa: E402
+from hf import nomic_bert  # noqa: E402
 from hf import sentence_transformers as st  # noqa: E402
 
 _SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
@@ -93,6 +93,61 @@ CASES = {
         "sentence_transformers": {"pooling": "mean", "normalize": True},
         "lengths": [3, 11, 28],
     },
+    # nomic-embed-text's shape in small: rotary (base 1000), SwiGLU, no
+    # linear biases, Wqkv fused; trained at 24 tokens, read further.
+    "nomic_bert": {
+        "module": nomic_bert,
+        "config": {"model_type": "nomic_bert", "n_embd": 32, "n_head": 4,
+                   "n_layer": 2, "n_inner": 48, "vocab_size": 95,
+                   "pad_vocab_size_multiple": 8, "n_positions": 64,
+                   "max_trained_positions": 24, "activation_function": "swiglu",
+                   "layer_norm_epsilon": 1e-12, "rotary_emb_fraction": 1.0,
+                   "rotary_emb_base": 1000, "rotary_emb_interleaved": False,
+                   "rotary_emb_scale_base": None, "rotary_scaling_factor": None,
+                   "qkv_proj_bias": False, "mlp_fc1_bias": False,
+                   "mlp_fc2_bias": False, "prenorm": False, "causal": False,
+                   "type_vocab_size": 2, "pad_token_id": 0,
+                   "auto_map": {"AutoModel":
+                                "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel"}},
+        "class": "NomicBertModel", "prefix": "",
+        "sentence_transformers": {"pooling": "mean", "normalize": True},
+        "lengths": [1, 8, 24],
+        # The vocabulary as stored: padded to a multiple of 8.
+        "stored_vocab": 96,
+    },
+    # The same past its training length: favor.json lets it read 200
+    # tokens (exact attention; rotary has no table to run out of).
+    "nomic_bert_long": {
+        "module": nomic_bert,
+        "config": {"model_type": "nomic_bert", "n_embd": 32, "n_head": 4,
+                   "n_layer": 2, "n_inner": 48, "vocab_size": 96,
+                   "n_positions": 64, "max_trained_positions": 24,
+                   "activation_function": "swiglu", "layer_norm_epsilon": 1e-12,
+                   "rotary_emb_fraction": 1.0, "rotary_emb_base": 1000,
+                   "qkv_proj_bias": False, "mlp_fc1_bias": False,
+                   "mlp_fc2_bias": False, "type_vocab_size": 2},
+        "class": "NomicBertModel", "prefix": "",
+        "overlay": {"max_sequence_length": 200},
+        "lengths": [3, 120, 200],
+    },
+    "nomic_bert_task_geglu": {
+        "module": nomic_bert,
+        "config": {"model_type": "nomic_bert", "n_embd": 32, "n_head": 2,
+                   "n_layer": 2, "n_inner": 40, "vocab_size": 97,
+                   "n_positions": 64, "max_trained_positions": 40,
+                   "activation_function": "geglu", "layer_norm_epsilon": 1e-5,
+                   "rotary_emb_fraction": 1.0, "rotary_emb_base": 10000,
+                   "qkv_proj_bias": True, "mlp_fc1_bias": True,
+                   "mlp_fc2_bias": True, "type_vocab_size": 0},
+        "class": "NomicBertForPreTraining", "runs_as": "NomicBertModel",
+        "prefix": "bert.",
+        "head": {"cls.predictions.transform.dense.weight": (32, 32),
+                 "cls.predictions.transform.dense.bias": (32,),
+                 "cls.predictions.transform.layer_norm.weight": (32,),
+                 "cls.predictions.transform.layer_norm.bias": (32,),
+                 "cls.predictions.decoder.bias": (97,)},
+        "lengths": [5, 17, 40],
+    },
 }
 
 
@@ -126,6 +181,26 @@ def sequences(case, config, generator):
     return ids
 
 
+_TAGS = {torch.float32: "F32", torch.int64: "I64"}
+
+
+def write_safetensors(path, tensors):
+    """As Hugging Face's writer lays a file out: a JSON header, then each
+    tensor's little-endian bytes, each in its own dtype."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name in sorted(tensors):
+        t = tensors[name].contiguous()
+        data = t.numpy().tobytes()
+        header[name] = {"dtype": _TAGS[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as out:
+        out.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
 def write_json(path, value):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as out:
@@ -137,22 +212,26 @@ def write_folder(folder, case, config, weights, generator):
     os.makedirs(folder, exist_ok=True)
     write_json(os.path.join(folder, "config.json"),
                dict(config, architectures=[case["class"]]))
-    stored = {case["prefix"] + name: t for name, t in weights.items()}
+    stored = {case["prefix"] + name: t.float() for name, t in weights.items()}
     if case["prefix"]:
         # A task model has its head instead of the base model's pooler.
         stored = {n: t for n, t in stored.items() if ".pooler." not in n}
-        stored.update(draw(case.get("head", {}), generator))
+        stored.update({n: t.float() for n, t in
+                       draw(case.get("head", {}), generator).items()})
     if case.get("position_ids_buffer"):
+        # Older checkpoints keep this buffer, in I64.
         stored[case["prefix"] + "embeddings.position_ids"] = torch.arange(
-            config["max_position_embeddings"]).double().unsqueeze(0)
-    export_state_dict.write_safetensors(
-        os.path.join(folder, "model.safetensors"), stored)
+            config["max_position_embeddings"]).unsqueeze(0)
+    write_safetensors(os.path.join(folder, "model.safetensors"), stored)
+    if "overlay" in case:
+        write_json(os.path.join(folder, "favor.json"), case["overlay"])
     settings = case.get("sentence_transformers")
     if settings:
         write_json(os.path.join(folder, "modules.json"),
                    st.modules(settings["normalize"]))
         write_json(os.path.join(folder, "1_Pooling", "config.json"),
-                   st.pooling_config(settings["pooling"], config["hidden_size"]))
+                   st.pooling_config(settings["pooling"],
+                                     config.get("hidden_size", config.get("n_embd"))))
         if "max_seq_length" in settings:
             write_json(os.path.join(folder, "sentence_bert_config.json"),
                        {"max_seq_length": settings["max_seq_length"],
@@ -161,9 +240,12 @@ def write_folder(folder, case, config, weights, generator):
 
 def run_case(name, case, output):
     generator = torch.Generator().manual_seed(sum(map(ord, name)))
-    config = dict(_SMALL, **case["config"])
+    # BERT's names for the shape; NomicBERT's config spells it GPT-2's way.
+    config = dict(_SMALL if case["module"] is bert else {}, **case["config"])
     module = case["module"]
-    weights = draw(module.weight_shapes(config), generator)
+    shapes = module.weight_shapes(dict(config, vocab_size=case.get(
+        "stored_vocab", config["vocab_size"])))
+    weights = draw(shapes, generator)
     write_folder(os.path.join(output, "repository", name), case, config,
                  weights, generator)
     settings = case.get("sentence_transformers") or {}
@@ -180,10 +262,14 @@ def run_case(name, case, output):
     offsets = [0]
     for seq in ids:
         offsets.append(offsets[-1] + len(seq))
-    limit = config["max_position_embeddings"]
+    if config["model_type"] == "nomic_bert":
+        limit = config["max_trained_positions"]
+    else:
+        limit = config["max_position_embeddings"]
     if config["model_type"] in ("roberta", "xlm-roberta"):
         limit -= config["pad_token_id"] + 1
     limit = min(limit, settings.get("max_seq_length", limit))
+    limit = case.get("overlay", {}).get("max_sequence_length", limit)
     write_json(os.path.join(output, "expected", name + ".json"), {
         # What Favor runs: the base model under the task class.
         "architecture": case.get("runs_as", case["class"]),

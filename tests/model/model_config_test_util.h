@@ -63,11 +63,15 @@ inline std::vector<ModelConfig> EveryKindOfModel() {
   isab.position_embedding_type = PositionEmbedding::kNone;
   isab.block = BlockType::kIsab;
   isab.num_inducing_points = 3;
+  isab.feed_forward = FeedForward::kGated;
+  isab.hidden_act = Activation::kSilu;
   ModelConfig& cross = configs[3];
   cross.type_vocab_size = 0;
   cross.block = BlockType::kCrossAttention;
   cross.num_latents = 5;
   cross.attention.kernel = attention::Kernel::kSoftmaxExact;
+  cross.linear_bias = false;
+  cross.norm_bias = false;
   for (const ModelConfig& config : configs) {
     EXPECT_TRUE(ValidateModelConfig(config).ok())
         << ValidateModelConfig(config);

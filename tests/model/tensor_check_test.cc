@@ -53,7 +53,7 @@ TEST_F(CheckTensorsTest, ReportsMissingUnexpectedAndWrongShapesTogether) {
   EXPECT_THAT(message, HasSubstr(path_));
   EXPECT_THAT(message, HasSubstr("2 missing: 'b.weight', 'b.bias'"));
   EXPECT_THAT(message, HasSubstr("1 unexpected: 'extra'"));
-  EXPECT_THAT(message, HasSubstr("1 with the wrong shape: 'a.weight' "
+  EXPECT_THAT(message, HasSubstr("1 with the wrong shape or dtype: 'a.weight' "
                                  "(expected [3, 2], got [2, 3])"));
   EXPECT_THAT(message, Not(HasSubstr("optional")));
 }
@@ -65,6 +65,23 @@ TEST_F(CheckTensorsTest, ChecksTheShapeOfOptionalTensorsThatArePresent) {
                             {"extra", {2, 3}, /*required=*/false}});
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("'extra' (expected [2, 3], got [3, 2])"));
+}
+
+TEST_F(CheckTensorsTest, AWeightStoredAsIntegersIsRefusedAndABufferIgnored) {
+  const std::vector<uint8_t> eight(2 * 8);
+  const std::string path = dir_ + "/buffers.safetensors";
+  ASSERT_TRUE(WriteSafetensors(path, {{"w", DType::kI64, {2}, eight},
+                                      {"position_ids", DType::kI64, {1, 2},
+                                       eight}})
+                  .ok());
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const auto ignore = [](absl::string_view name) {
+    return name == "position_ids";
+  };
+  const absl::Status status = CheckTensors(**file, {{"w", {2}}}, ignore);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("'w' (stored as I64; weights are F32, F16 or BF16)"));
 }
 
 TEST_F(CheckTensorsTest, CutsLongLists) {

@@ -187,6 +187,7 @@ class NameRecorder final : public WeightLayoutVisitor {
     Add(attention.output);
     Add(layer.attention_norm);
     Add(layer.intermediate);
+    if (layer.gate.has_value()) Add(*layer.gate);
     Add(layer.output);
     Add(layer.output_norm);
   }

@@ -3,9 +3,12 @@
 #ifndef FAVOR_SERVER_MODEL_HF_ADAPTERS_H_
 #define FAVOR_SERVER_MODEL_HF_ADAPTERS_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "server/model/hf/hf_config.h"
 #include "server/model/model_config.h"
+#include "server/model/safetensors.h"
 
 namespace favor::model::hf {
 
@@ -14,6 +17,11 @@ absl::Status AdaptBert(const HfConfig& hf, ModelConfig* config);
 // RobertaModel and XLMRobertaModel (roberta.cc): BERT's layers, positions
 // numbered after the padding id.
 absl::Status AdaptRoberta(const HfConfig& hf, ModelConfig* config);
+
+// NomicBertModel (nomic_bert.cc): rotary, gated feed-forward, no biases;
+// its tensors renamed onto BERT's, the fused Wqkv split.
+absl::Status AdaptNomicBert(const HfConfig& hf, ModelConfig* config);
+std::vector<TensorAlias> NomicBertAliases(const ModelConfig& config);
 
 // What BERT and its descendants share (bert.cc): the shape, activation,
 // LayerNorm ε, post-norm, learned absolute positions, the token type table,

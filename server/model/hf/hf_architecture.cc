@@ -19,11 +19,16 @@ constexpr absl::string_view kRobertaClasses[] = {
 constexpr absl::string_view kXlmRobertaClasses[] = {
     "XLMRobertaModel", "XLMRobertaForMaskedLM",
     "XLMRobertaForSequenceClassification", "XLMRobertaForTokenClassification"};
+constexpr absl::string_view kNomicBertClasses[] = {
+    "NomicBertModel", "NomicBertForPreTraining",
+    "NomicBertForSequenceClassification"};
 
 const HfArchitecture kArchitectures[] = {
     {"bert", kBertClasses, "bert.", &AdaptBert},
     {"roberta", kRobertaClasses, "roberta.", &AdaptRoberta},
     {"xlm-roberta", kXlmRobertaClasses, "roberta.", &AdaptRoberta},
+    {"nomic_bert", kNomicBertClasses, "bert.", &AdaptNomicBert,
+     &NomicBertAliases},
 };
 
 std::string Supported() {

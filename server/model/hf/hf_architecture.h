@@ -10,6 +10,7 @@
 #define FAVOR_SERVER_MODEL_HF_HF_ARCHITECTURE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -17,6 +18,7 @@
 #include "absl/types/span.h"
 #include "server/model/hf/hf_config.h"
 #include "server/model/model_config.h"
+#include "server/model/safetensors.h"
 
 namespace favor::model::hf {
 
@@ -33,6 +35,9 @@ struct HfArchitecture {
   // softmax attention, up to its position table. INVALID_ARGUMENT naming
   // the field for a value Favor does not implement.
   absl::Status (*adapt)(const HfConfig& hf, ModelConfig* config);
+  // The file's tensors as Favor's (names without the prefix) for an
+  // adapted config; null when the names are BERT's already.
+  std::vector<TensorAlias> (*aliases)(const ModelConfig& config) = nullptr;
 };
 
 absl::Span<const HfArchitecture> HfArchitectures();

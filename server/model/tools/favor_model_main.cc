@@ -283,7 +283,8 @@ absl::Status Inspect(const std::string& directory) {
                 ShapeToString(view.shape).c_str());
   }
   std::printf("parameters: %" PRId64 "\n", parameters);
-  const WeightNaming naming = NamingIn(folder, *file);
+  ASSIGN_OR_RETURN(const WeightNaming naming,
+                   PrepareWeights(folder, file.get()));
   RETURN_IF_ERROR(
       CheckTensors(*file, ExpectedWeights(config, naming), naming.ignore));
   std::printf("weights: every tensor matches the config\n");
