@@ -61,6 +61,16 @@ absl::Status CheckOptions(const AttentionOptions& options) {
     return absl::InvalidArgumentError(
         "chunk and tile sizes in AttentionOptions must be at least 1");
   }
+  if (options.window_radius < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window_radius must be -1 (none) or at least 0, got ",
+        options.window_radius));
+  }
+  if (options.window_radius >= 0 && options.kernel != Kernel::kSoftmaxExact) {
+    return absl::InvalidArgumentError(
+        "sliding-window attention (window_radius) runs with the exact "
+        "softmax kernel only");
+  }
   return absl::OkStatus();
 }
 

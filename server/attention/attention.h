@@ -41,6 +41,11 @@ struct AttentionOptions {
   Kernel kernel = Kernel::kFavorPositive;
   // Token i attends only to keys j ≤ i (needs as many queries as keys).
   bool causal = false;
+  // Sliding-window (local) attention, exact softmax only: token i attends
+  // only to keys j with |i − j| ≤ window_radius (ModernBERT's local layers,
+  // radius local_attention / 2), in time linear in the length. −1: every
+  // key.
+  int64_t window_radius = -1;
   // ε added to positive features (FAVOR+, FAVOR++, hyperbolic, ReLU), after the
   // stabilising shift, as the reference implementation does.
   float feature_epsilon = 1e-4f;

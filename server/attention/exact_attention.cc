@@ -30,10 +30,13 @@ void ExpInPlace(at::Tensor& x) {
   }
 }
 
-// Scores of one (query tile, key tile) pair with padding and causal masks.
+// Scores of one (query tile, key tile) pair with padding, causal and
+// sliding-window masks.
 at::Tensor MaskedScores(const HeadGroup& group, const at::Tensor& q,
                         int64_t q_begin, int64_t k_begin, int64_t k_end,
-                        bool causal, double scale) {
+                        const AttentionOptions& options, double scale) {
+  const bool causal = options.causal;
+  const int64_t radius = options.window_radius;
   const at::Tensor k =
       group.key.narrow(1, k_begin, k_end - k_begin).to(at::kFloat);
   at::Tensor scores = at::bmm(q, k.transpose(1, 2)).mul_(scale);
@@ -42,12 +45,16 @@ at::Tensor MaskedScores(const HeadGroup& group, const at::Tensor& q,
     scores.masked_fill_(
         DroppedColumns(KeepColumns(group.keep, k_begin, k_end)), minus_inf);
   }
-  if (causal && k_end - 1 > q_begin) {
+  const int64_t q_end = q_begin + q.size(1);
+  const bool beyond_window =
+      radius >= 0 && (k_end - 1 > q_begin + radius || k_begin < q_end - 1 - radius);
+  if ((causal && k_end - 1 > q_begin) || beyond_window) {
     const auto opts = at::TensorOptions().dtype(at::kLong).device(q.device());
-    const at::Tensor rows = at::arange(q_begin, q_begin + q.size(1), opts);
-    const at::Tensor cols = at::arange(k_begin, k_end, opts);
-    scores.masked_fill_(cols.view({1, 1, -1}) > rows.view({1, -1, 1}),
-                        minus_inf);
+    const at::Tensor rows = at::arange(q_begin, q_end, opts).view({1, -1, 1});
+    const at::Tensor cols = at::arange(k_begin, k_end, opts).view({1, 1, -1});
+    at::Tensor dropped = causal ? cols > rows : at::zeros_like(cols > rows);
+    if (radius >= 0) dropped.logical_or_((cols - rows).abs_() > radius);
+    scores.masked_fill_(dropped, minus_inf);
   }
   return scores;
 }
@@ -58,8 +65,12 @@ void QueryTile(const HeadGroup& group, const AttentionOptions& options,
       group.query.narrow(1, q_begin, q_end - q_begin).to(at::kFloat);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
   const int64_t key_length = group.key.size(1);
-  const int64_t key_stop =
-      options.causal ? std::min(key_length, q_end) : key_length;
+  int64_t key_stop = options.causal ? std::min(key_length, q_end) : key_length;
+  int64_t key_start = 0;
+  if (options.window_radius >= 0) {  // only the keys some query here sees
+    key_start = std::max<int64_t>(0, q_begin - options.window_radius);
+    key_stop = std::min(key_stop, q_end + options.window_radius);
+  }
   const auto opts = q.options();
   // The running maximum starts at −∞: any finite start would be above
   // logits lower still (all below −1e30 turned a row into zeros).
@@ -67,11 +78,11 @@ void QueryTile(const HeadGroup& group, const AttentionOptions& options,
   TileState state{at::full({q.size(0), q.size(1), 1}, minus_inf, opts),
                   at::zeros({q.size(0), q.size(1), 1}, opts),
                   at::zeros({q.size(0), q.size(1), group.value.size(2)}, opts)};
-  for (int64_t k_begin = 0; k_begin < key_stop;
+  for (int64_t k_begin = key_start; k_begin < key_stop;
        k_begin += options.exact_key_tile) {
     const int64_t k_end = std::min(key_stop, k_begin + options.exact_key_tile);
     at::Tensor scores =
-        MaskedScores(group, q, q_begin, k_begin, k_end, options.causal, scale);
+        MaskedScores(group, q, q_begin, k_begin, k_end, options, scale);
     const at::Tensor new_max =
         at::maximum(state.row_max, scores.amax({2}, /*keepdim=*/true));
     // A row with no key yet (maximum −∞, every score masked) shifts by 0:
@@ -98,7 +109,7 @@ void QueryTile(const HeadGroup& group, const AttentionOptions& options,
 // Whether LibTorch's own attention takes `group` (exact_attention.h).
 bool LibTorchTakes(const HeadGroup& group, const AttentionOptions& options) {
   if (!torch_compat::kHasScaledDotProductAttention ||
-      !options.softmax_on_libtorch) {
+      !options.softmax_on_libtorch || options.window_radius >= 0) {
     return false;
   }
   return !group.keep.defined() ||

@@ -36,7 +36,20 @@ struct Encoder::Tokens {
   std::vector<int64_t> offsets;
   at::Tensor positions;  // (T) int64 on the device; undefined if unused
   RotaryAngles rotary;   // rotary models only
+  RotaryAngles local_rotary;  // rotary models with local layers
 };
+
+Encoder::LayerAttention Encoder::AttentionOfLayer(int64_t index,
+                                                  const Tokens& tokens) const {
+  const bool rotary =
+      config_.position_embedding_type == PositionEmbedding::kRotary;
+  const bool local = config_.local_attention_window > 0 &&
+                     index % config_.global_attention_every_n_layers != 0;
+  LayerAttention how;
+  if (rotary) how.rotary = local ? &tokens.local_rotary : &tokens.rotary;
+  how.options = local ? &local_attention_ : &options_.attention;
+  return how;
+}
 
 attention::AttentionOptions AttentionOptionsFor(const ModelConfig& config) {
   attention::AttentionOptions options;
@@ -51,7 +64,13 @@ Encoder::Encoder(ModelConfig config, EncoderWeights weights,
                  EncoderOptions options)
     : config_(std::move(config)),
       weights_(std::move(weights)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      local_attention_(options_.attention) {
+  // A local layer: exact softmax within the window, whatever the global
+  // layers' kernel.
+  local_attention_.kernel = attention::Kernel::kSoftmaxExact;
+  local_attention_.window_radius = config_.local_attention_window / 2;
+}
 
 at::Tensor Encoder::ToCompute(const at::Tensor& x) const {
   return x.to(weights_.word_embeddings.scalar_type());
@@ -105,7 +124,7 @@ int64_t Encoder::HeadsPerPass(int64_t query_rows, int64_t key_rows) const {
 
 at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
                                  int first_part, int num_parts, HeadGroup group,
-                                 const Tokens* rotary_tokens) const {
+                                 const RotaryAngles* rotary) const {
   const bool pre = config_.norm_placement == NormPlacement::kPre;
   const int64_t head_dim = config_.head_dim();
   const Linear linear =
@@ -121,8 +140,8 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
     at::Tensor out = y.narrow(0, begin, rows);
     // In float32 a product straight into y; else in y's reduced dtype.
     linear.Into(normed, out);
-    if (rotary_tokens == nullptr || first_part != 0) return;
-    const RotaryTables tables = rotary_tokens->rotary.Rows(begin, rows);
+    if (rotary == nullptr || first_part != 0) return;
+    const RotaryTables tables = rotary->Rows(begin, rows);
     // Queries and keys are adjacent columns: rotate both as 2·count heads,
     // in float32 (bfloat16 angles would be off by up to 2⁻⁹ of a turn).
     at::Tensor query_key = out.narrow(1, 0, 2 * group.count * head_dim);
@@ -183,13 +202,13 @@ void Encoder::FinishLayer(const LayerWeights& layer, at::Tensor& a,
 absl::StatusOr<at::Tensor> Encoder::AttendHeads(
     const LayerWeights& layer, const at::Tensor& a,
     absl::Span<const int64_t> a_offsets, const at::Tensor& b,
-    absl::Span<const int64_t> b_offsets, const Tokens* rotary_tokens,
+    absl::Span<const int64_t> b_offsets, const LayerAttention& how,
     HeadGroup group) const {
   const int64_t head_dim = config_.head_dim();
   const int64_t width = group.count * head_dim;
   at::Tensor q, kv;
   if (!b.defined()) {  // self-attention: one product for all three
-    kv = ProjectHeads(layer, a, 0, 3, group, rotary_tokens);
+    kv = ProjectHeads(layer, a, 0, 3, group, how.rotary);
     q = kv.narrow(1, 0, width);
     kv = kv.narrow(1, width, 2 * width);
     b_offsets = a_offsets;
@@ -203,7 +222,8 @@ absl::StatusOr<at::Tensor> Encoder::AttendHeads(
   return attention::AttendPacked(heads(q), heads(kv.narrow(1, 0, width)),
                                  heads(kv.narrow(1, width, width)), a_offsets,
                                  b_offsets, layer.attention.projection,
-                                 options_.attention);
+                                 how.options != nullptr ? *how.options
+                                                        : options_.attention);
 }
 
 absl::StatusOr<at::Tensor> Encoder::Layer(const LayerWeights& layer,
@@ -211,7 +231,7 @@ absl::StatusOr<at::Tensor> Encoder::Layer(const LayerWeights& layer,
                                           absl::Span<const int64_t> a_offsets,
                                           const at::Tensor& b,
                                           absl::Span<const int64_t> b_offsets,
-                                          const Tokens* rotary_tokens) const {
+                                          const LayerAttention& how) const {
   const int64_t hidden = config_.hidden_size;
   const int64_t heads = config_.num_attention_heads;
   const int64_t head_dim = config_.head_dim();
@@ -224,7 +244,7 @@ absl::StatusOr<at::Tensor> Encoder::Layer(const LayerWeights& layer,
     const HeadGroup group{begin, std::min(per_pass, heads - begin)};
     ASSIGN_OR_RETURN(
         at::Tensor out,
-        AttendHeads(layer, a, a_offsets, b, b_offsets, rotary_tokens, group));
+        AttendHeads(layer, a, a_offsets, b, b_offsets, how, group));
     if (group.count == heads) {
       attended = out.view({-1, hidden});
       break;
@@ -287,18 +307,22 @@ Encoder::Tokens Encoder::MakeTokens(const at::Tensor& token_ids,
     tokens.rotary =
         RotaryAngles(tokens.positions, config_.head_dim(), config_.rotary_base,
                      options_.max_rotary_table_bytes);
+    if (config_.local_attention_window > 0) {
+      tokens.local_rotary = RotaryAngles(tokens.positions, config_.head_dim(),
+                                         config_.local_rotary_base,
+                                         options_.max_rotary_table_bytes);
+    }
   }
   return tokens;
 }
 
 absl::StatusOr<at::Tensor> Encoder::RunEncoder(
     at::Tensor x, const Tokens& tokens, const StageObserver& observer) const {
-  const Tokens* rotary =
-      config_.position_embedding_type == PositionEmbedding::kRotary ? &tokens
-                                                                    : nullptr;
-  for (const LayerWeights& layer : weights_.layers) {
-    ASSIGN_OR_RETURN(x, Layer(layer, std::move(x), tokens.offsets, at::Tensor(),
-                              tokens.offsets, rotary));
+  for (size_t l = 0; l < weights_.layers.size(); ++l) {
+    ASSIGN_OR_RETURN(
+        x, Layer(weights_.layers[l], std::move(x), tokens.offsets, at::Tensor(),
+                 tokens.offsets, AttentionOfLayer(static_cast<int64_t>(l),
+                                                  tokens)));
     if (observer) observer(x);
   }
   return x;
@@ -313,12 +337,12 @@ absl::StatusOr<at::Tensor> Encoder::RunCrossAttention(
   at::Tensor latents = Repeat(weights_.latents, sequences, latent_offsets);
   ASSIGN_OR_RETURN(at::Tensor y,
                    Layer(weights_.layers[0], std::move(latents), latent_offsets,
-                         x, tokens.offsets, nullptr));
+                         x, tokens.offsets, {}));
   x.reset();  // the tokens' vectors: only layer 0 reads them
   if (observer) observer(y);
   for (size_t l = 1; l < weights_.layers.size(); ++l) {
     ASSIGN_OR_RETURN(y, Layer(weights_.layers[l], std::move(y), latent_offsets,
-                              at::Tensor(), latent_offsets, nullptr));
+                              at::Tensor(), latent_offsets, {}));
     if (observer) observer(y);
   }
   return y;
@@ -333,10 +357,10 @@ absl::StatusOr<at::Tensor> Encoder::RunIsab(
         Repeat(weights_.inducing_points[l], sequences, induced_offsets);
     ASSIGN_OR_RETURN(const at::Tensor induced,
                      Layer(weights_.induced[l], std::move(points),
-                           induced_offsets, x, tokens.offsets, nullptr));
+                           induced_offsets, x, tokens.offsets, {}));
     if (observer) observer(induced);
     ASSIGN_OR_RETURN(x, Layer(weights_.layers[l], std::move(x), tokens.offsets,
-                              induced, induced_offsets, nullptr));
+                              induced, induced_offsets, {}));
     if (observer) observer(x);
   }
   return x;

@@ -123,6 +123,14 @@ class Encoder {
       const StageObserver& observer) const;
   absl::StatusOr<at::Tensor> RunIsab(at::Tensor x, const Tokens& tokens,
                                      const StageObserver& observer) const;
+  // How one layer attends: its rotary angles (null: none, or not
+  // self-attention) and its attention options (a local layer's window).
+  struct LayerAttention {
+    const RotaryAngles* rotary = nullptr;
+    const attention::AttentionOptions* options = nullptr;
+  };
+  // The layer `index` of an encoder-block model: global or local.
+  LayerAttention AttentionOfLayer(int64_t index, const Tokens& tokens) const;
   // One layer mapping queries `a` (offsets a_offsets) and keys/values `b`
   // to new query vectors, written over a's storage (returned); b is
   // undefined for self-attention over a. Attention runs over groups of
@@ -132,7 +140,7 @@ class Encoder {
                                    absl::Span<const int64_t> a_offsets,
                                    const at::Tensor& b,
                                    absl::Span<const int64_t> b_offsets,
-                                   const Tokens* rotary_tokens) const;
+                                   const LayerAttention& how) const;
   // Heads [begin, begin + count) of one attention sublayer.
   struct HeadGroup {
     int64_t begin;
@@ -145,14 +153,14 @@ class Encoder {
                                          absl::Span<const int64_t> a_offsets,
                                          const at::Tensor& b,
                                          absl::Span<const int64_t> b_offsets,
-                                         const Tokens* rotary_tokens,
+                                         const LayerAttention& how,
                                          HeadGroup group) const;
   // Parts [first_part, first_part + num_parts) of query | key | value for
   // one head group, as float32 (rows, num_parts · count · d), norm first in
-  // pre-norm; rotary applied to the query and key parts when given tokens.
+  // pre-norm; rotary applied to the query and key parts when given angles.
   at::Tensor ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
                           int first_part, int num_parts, HeadGroup group,
-                          const Tokens* rotary_tokens) const;
+                          const RotaryAngles* rotary) const;
   // Attention output projection, residuals, norms and feed-forward,
   // written over a block by block.
   // The feed-forward's activated inner vectors of rows `x`.
@@ -177,6 +185,8 @@ class Encoder {
   ModelConfig config_;
   EncoderWeights weights_;
   EncoderOptions options_;
+  // The attention of local layers (config local_attention_window).
+  attention::AttentionOptions local_attention_;
 };
 
 }  // namespace favor::model::internal

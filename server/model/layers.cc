@@ -116,6 +116,7 @@ void Linear::Into(const at::Tensor& x, at::Tensor& out) const {
 }
 
 at::Tensor Norm::operator()(const at::Tensor& x) const {
+  if (identity()) return x;
   if (type == NormType::kLayerNorm) {
     return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
   }
@@ -127,6 +128,7 @@ at::Tensor Norm::operator()(const at::Tensor& x) const {
 }
 
 void Norm::InPlace(at::Tensor& x) const {
+  if (identity()) return;
   if (type == NormType::kLayerNorm && weight.defined() && bias.defined() &&
       x.is_cpu() && x.scalar_type() == at::kFloat &&
       weight.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat &&

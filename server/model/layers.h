@@ -100,6 +100,9 @@ struct Norm {
   at::Tensor scale;   // ScaleNorm (1)
   double eps = 1e-12;
 
+  // No weights at all: the identity (first_layer_attention_norm false).
+  bool identity() const { return !weight.defined() && !scale.defined(); }
+
   at::Tensor operator()(const at::Tensor& x) const;
   // x = norm(x), in one pass per row for float32 LayerNorm on the CPU
   // (row_kernels.h).

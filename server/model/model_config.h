@@ -193,6 +193,9 @@ struct ModelConfig {
   // LayerNorms have biases: NomicBERT's linears and ModernBERT's have none.
   bool linear_bias = true;
   bool norm_bias = true;
+  // Pre-norm only: false makes layer 0's attention norm N1 the identity
+  // (ModernBERT, whose embeddings norm comes right before it).
+  bool first_layer_attention_norm = true;
   NormType norm = NormType::kLayerNorm;
   NormPlacement norm_placement = NormPlacement::kPost;
   // ε of every norm (ScaleNorm: the floor of ‖x‖). > 0.
@@ -206,6 +209,14 @@ struct ModelConfig {
   PositionIds position_ids = PositionIds::kFromZero;
   // θ of rotary embeddings (rotary only). > 1.
   double rotary_base = 10000.0;
+  // Local layers (ModernBERT): with a window W > 0, layer l is global when
+  // l % global_attention_every_n_layers == 0 and local otherwise; a local
+  // layer attends exactly to the keys within W / 2 positions of each query
+  // (linear in the length), whatever the attention kernel, with rotary
+  // base local_rotary_base. 0: every layer global.
+  int64_t local_attention_window = 0;
+  int64_t global_attention_every_n_layers = 1;
+  double local_rotary_base = 10000.0;
   // Longest sequence, in tokens, the server accepts for this model. With
   // absolute positions at most max_position_embeddings. 1 to 2^31 − 1.
   int64_t max_sequence_length = 512;

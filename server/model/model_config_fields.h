@@ -175,6 +175,7 @@ struct ConfigFields<ModelConfig> {
     fn("feed_forward", &C::feed_forward);
     fn("linear_bias", &C::linear_bias);
     fn("norm_bias", &C::norm_bias);
+    fn("first_layer_attention_norm", &C::first_layer_attention_norm);
     fn("norm", &C::norm);
     fn("norm_placement", &C::norm_placement);
     fn("layer_norm_eps", &C::layer_norm_eps);
@@ -182,6 +183,9 @@ struct ConfigFields<ModelConfig> {
     fn("max_position_embeddings", &C::max_position_embeddings);
     fn("position_ids", &C::position_ids);
     fn("rotary_base", &C::rotary_base);
+    fn("local_attention_window", &C::local_attention_window);
+    fn("global_attention_every_n_layers", &C::global_attention_every_n_layers);
+    fn("local_rotary_base", &C::local_rotary_base);
     fn("max_sequence_length", &C::max_sequence_length);
     fn("attention", &C::attention);  // an object: ConfigFields<AttentionConfig>
     fn("block", &C::block);

@@ -165,6 +165,34 @@ absl::Status ValidateAttention(const ModelConfig& c) {
   return absl::OkStatus();
 }
 
+// Local layers and the identity first norm (ModernBERT).
+absl::Status ValidateLayerKinds(const ModelConfig& c) {
+  RETURN_IF_ERROR(CheckRange("local_attention_window", c.local_attention_window,
+                             0, Limits::kMaxSequenceLength));
+  RETURN_IF_ERROR(CheckRange("global_attention_every_n_layers",
+                             c.global_attention_every_n_layers, 1,
+                             Limits::kMaxLayers));
+  if (c.local_attention_window > 0) {
+    if (c.block != BlockType::kEncoder || c.attention.causal) {
+      return Invalid("local_attention_window", c.local_attention_window,
+                     "local layers need block \"encoder\" without causal "
+                     "attention");
+    }
+    if (c.position_embedding_type == PositionEmbedding::kRotary) {
+      RETURN_IF_ERROR(
+          CheckPositiveFinite("local_rotary_base", c.local_rotary_base, 1.0));
+    }
+  }
+  if (!c.first_layer_attention_norm &&
+      (c.norm_placement != NormPlacement::kPre ||
+       c.block != BlockType::kEncoder)) {
+    return absl::InvalidArgumentError(
+        "field 'first_layer_attention_norm' is false, which needs "
+        "norm_placement \"pre\" and block \"encoder\"");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateBlocks(const ModelConfig& c) {
   const bool cross = c.block == BlockType::kCrossAttention;
   const bool isab = c.block == BlockType::kIsab;
@@ -240,6 +268,7 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
   RETURN_IF_ERROR(ValidatePositions(config));
   RETURN_IF_ERROR(ValidateAttention(config));
   RETURN_IF_ERROR(ValidateBlocks(config));
+  RETURN_IF_ERROR(ValidateLayerKinds(config));
   return ValidateTokenizer(config);
 }
 

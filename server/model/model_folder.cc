@@ -27,13 +27,14 @@ constexpr absl::string_view kOverlayFields[] = {
 
 // Fields of Favor's schema that no Hugging Face config has: a config.json
 // with any of them is Favor's own (an extended BERT config), whatever its
-// model_type says.
+// model_type says. (norm_bias is both Favor's and ModernBERT's.)
 constexpr absl::string_view kFavorOnlyFields[] = {
     "version",     "norm",     "norm_placement",      "rotary_base",
     "max_sequence_length",     "attention",           "block",
     "num_latents", "num_inducing_points", "pooling",  "normalize",
     "tokenizer",   "position_ids", "feed_forward", "linear_bias",
-    "norm_bias"};
+    "local_attention_window", "global_attention_every_n_layers",
+    "local_rotary_base", "first_layer_attention_norm"};
 
 bool IsHuggingFace(const Json& config) {
   if (!config.contains("model_type")) return false;
@@ -101,6 +102,9 @@ absl::StatusOr<ModelFolder> ReadHuggingFace(const std::string& directory,
   if (architecture->aliases != nullptr) {
     folder.aliases = architecture->aliases(folder.config);
   }
+  for (absl::string_view root : architecture->encoder_roots) {
+    folder.encoder_roots.emplace_back(root);
+  }
   RETURN_IF_ERROR(ChooseTokenizer(directory, &folder.config, &folder.files));
   RETURN_IF_ERROR(hf::ApplySentenceTransformers(directory, &folder.config,
                                                 &folder.files));
@@ -141,9 +145,14 @@ absl::StatusOr<WeightNaming> PrepareWeights(const ModelFolder& folder,
                                             SafetensorsFile* file) {
   WeightNaming naming;
   if (folder.format != FolderFormat::kHuggingFace) return naming;
+  // The word embeddings, as the architecture's file names them, tell
+  // whether its tensors are under the task model's prefix.
+  std::string words = "embeddings.word_embeddings.weight";
+  for (const TensorAlias& alias : folder.aliases) {
+    if (alias.name == words) words = alias.source;
+  }
   if (!folder.weight_prefix.empty() &&
-      file->Contains(folder.weight_prefix +
-                     "embeddings.word_embeddings.weight")) {
+      file->Contains(folder.weight_prefix + words)) {
     naming.prefix = folder.weight_prefix;
   }
   std::vector<TensorAlias> aliases = folder.aliases;
@@ -155,10 +164,14 @@ absl::StatusOr<WeightNaming> PrepareWeights(const ModelFolder& folder,
   // What lies outside the encoder (a task head, the position_ids buffer
   // that older checkpoints store) is not Favor's to run; anything unknown
   // inside it would change the forward pass and stays an error.
-  naming.ignore = [prefix = naming.prefix](absl::string_view name) {
+  naming.ignore = [prefix = naming.prefix,
+                   roots = folder.encoder_roots](absl::string_view name) {
     if (name == absl::StrCat(prefix, "embeddings.position_ids")) return true;
-    return !absl::StartsWith(name, absl::StrCat(prefix, "embeddings.")) &&
-           !absl::StartsWith(name, absl::StrCat(prefix, "encoder."));
+    return std::none_of(roots.begin(), roots.end(),
+                        [&](const std::string& root) {
+                          return absl::StartsWith(name,
+                                                  absl::StrCat(prefix, root));
+                        });
   };
   return naming;
 }

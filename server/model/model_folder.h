@@ -43,6 +43,8 @@ struct ModelFolder {
   // How the architecture's tensors become Favor's (names without the
   // prefix); empty when its names are BERT's already.
   std::vector<TensorAlias> aliases;
+  // Where the encoder's tensors are (hf_architecture.h).
+  std::vector<std::string> encoder_roots = {"embeddings.", "encoder."};
   // The files the model is made from, relative to the folder, sorted: what
   // its revision hashes (model_fingerprint.h).
   std::vector<std::string> files;

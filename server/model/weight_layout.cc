@@ -39,8 +39,10 @@ class TensorList {
     }
     return norm;
   }
-  // One BERT-structured layer under `prefix`.
-  LayerTensors Layer(const std::string& prefix, uint64_t sublayer);
+  // One BERT-structured layer under `prefix`; without `attention_norm`
+  // its N1 is the identity (no tensors).
+  LayerTensors Layer(const std::string& prefix, uint64_t sublayer,
+                     bool attention_norm = true);
 
   std::vector<ExpectedTensor> Take() { return std::move(tensors_); }
 
@@ -71,12 +73,15 @@ AttentionTensors TensorList::Attention(const std::string& prefix,
   return attention;
 }
 
-LayerTensors TensorList::Layer(const std::string& prefix, uint64_t sublayer) {
+LayerTensors TensorList::Layer(const std::string& prefix, uint64_t sublayer,
+                               bool attention_norm) {
   const int64_t hidden = config_.hidden_size;
   const int64_t intermediate = config_.intermediate_size;
   LayerTensors layer;
   layer.attention = Attention(prefix + ".attention", sublayer);
-  layer.attention_norm = Norm(prefix + ".attention.output.LayerNorm");
+  if (attention_norm) {
+    layer.attention_norm = Norm(prefix + ".attention.output.LayerNorm");
+  }
   layer.intermediate =
       Linear(prefix + ".intermediate.dense", intermediate, hidden);
   if (config_.feed_forward == FeedForward::kGated) {
@@ -122,7 +127,8 @@ void VisitBlocks(const ModelConfig& config, TensorList& list,
                                       {config.num_inducing_points, hidden}));
       visitor.InducedLayer(list.Layer(prefix + ".induced", 2 * layer));
     }
-    visitor.Layer(list.Layer(prefix, isab ? 2 * layer + 1 : layer));
+    visitor.Layer(list.Layer(prefix, isab ? 2 * layer + 1 : layer,
+                             n > 0 || config.first_layer_attention_norm));
   }
   if (config.norm_placement == NormPlacement::kPre) {
     visitor.FinalNorm(list.Norm("encoder.final_norm"));

@@ -176,6 +176,93 @@ TEST(ExactAttentionTest, MatchesDirectSoftmax) {
   }
 }
 
+// softmax over the keys j with |i − j| ≤ radius (and j ≤ i when causal),
+// in double, from the definition.
+at::Tensor DirectWindowedSoftmax(const at::Tensor& q, const at::Tensor& k,
+                                 const at::Tensor& v, int64_t radius,
+                                 bool causal) {
+  at::Tensor scores =
+      at::matmul(q.to(at::kDouble), k.to(at::kDouble).transpose(-1, -2)) /
+      std::sqrt(double(q.size(-1)));
+  const at::Tensor i = at::arange(q.size(-2)).view({-1, 1});
+  const at::Tensor j = at::arange(k.size(-2)).view({1, -1});
+  at::Tensor dropped = (i - j).abs() > radius;
+  if (causal) dropped.logical_or_(j > i);
+  scores.masked_fill_(dropped, -INFINITY);
+  return at::matmul(at::softmax(scores, -1), v.to(at::kDouble));
+}
+
+// Sliding-window attention (ModernBERT's local layers) equals the masked
+// definition at radii inside one tile, across tiles and past the sequence,
+// causal or not, with padded keys, on both schedules; packed sequences each
+// see only their own window.
+TEST(ExactAttentionTest, SlidingWindowMatchesTheMaskedDefinition) {
+  const Inputs in = RandomInputs(2, 100, 100, 21);
+  at::Tensor mask = at::zeros({2, 100}, at::kBool);
+  mask[1].narrow(0, 80, 20).fill_(true);
+  for (const int64_t radius : {0, 3, 16, 40, 99, 500}) {
+    for (const bool causal : {false, true}) {
+      for (const AttentionOptions::CpuSchedule schedule : kSchedules) {
+        AttentionOptions options = Options(Kernel::kSoftmaxExact, causal);
+        options.window_radius = radius;
+        options.cpu_schedule = schedule;
+        SCOPED_TRACE(::testing::Message() << "radius " << radius << " causal "
+                                          << causal << ScheduleName(schedule));
+        const at::Tensor out =
+            AttendOrDie(in.q, in.k, in.v, at::Tensor(), options);
+        EXPECT_LT(RelativeError(out, DirectWindowedSoftmax(in.q, in.k, in.v,
+                                                           radius, causal)),
+                  1e-5);
+        // Padded keys of sequence 1 (its last 20) are never attended.
+        const at::Tensor padded = AttendOrDie(in.q, in.k, in.v, mask, options);
+        const at::Tensor head = in.q.narrow(0, 1, 1).narrow(2, 0, 80);
+        const at::Tensor want = DirectWindowedSoftmax(
+            head, in.k.narrow(0, 1, 1).narrow(2, 0, 80),
+            in.v.narrow(0, 1, 1).narrow(2, 0, 80), radius, causal);
+        EXPECT_LT(RelativeError(padded.narrow(0, 1, 1).narrow(2, 0, 80), want),
+                  1e-5);
+      }
+    }
+  }
+  const std::vector<int64_t> offsets = {0, 30, 100};
+  AttentionOptions options = Options(Kernel::kSoftmaxExact, false);
+  options.window_radius = 7;
+  const auto packed_view = [](const at::Tensor& x) {
+    return x[0].permute({1, 0, 2}).contiguous();  // (L, H, d)
+  };
+  auto packed = AttendPacked(packed_view(in.q), packed_view(in.k),
+                             packed_view(in.v), offsets, offsets,
+                             TestProjection(), options);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+    const int64_t begin = offsets[s], length = offsets[s + 1] - begin;
+    const auto part = [&](const at::Tensor& x) {
+      return x.narrow(0, 0, 1).narrow(2, begin, length);
+    };
+    const at::Tensor want =
+        DirectWindowedSoftmax(part(in.q), part(in.k), part(in.v), 7, false);
+    EXPECT_LT(RelativeError(packed->narrow(0, begin, length).permute({1, 0, 2}),
+                            want[0]),
+              1e-5)
+        << "sequence " << s;
+  }
+}
+
+TEST(ExactAttentionTest, SlidingWindowsAreExactSoftmaxOnly) {
+  const Inputs in = RandomInputs(1, 8, 8, 22);
+  AttentionOptions options = Options(Kernel::kFavorPositive, false);
+  options.window_radius = 2;
+  auto out = Attend(in.q, in.k, in.v, TestProjection(), at::Tensor(), options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              ::testing::HasSubstr("exact softmax kernel only"));
+  options.kernel = Kernel::kSoftmaxExact;
+  options.window_radius = -2;
+  EXPECT_FALSE(
+      Attend(in.q, in.k, in.v, TestProjection(), at::Tensor(), options).ok());
+}
+
 TEST(ExactAttentionTest, CrossAttentionMatchesDirectSoftmax) {
   const Inputs in = RandomInputs(2, 37, 90, 2);
   const at::Tensor out = AttendOrDie(in.q, in.k, in.v, at::Tensor(),

@@ -31,6 +31,7 @@ import torch
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 from hf import bert  # noqa: E402
+from hf import modernbert  # noqa: E402
 from hf import nomic_bert  # noqa: E402
 from hf import sentence_transformers as st  # noqa: E402
 
@@ -148,6 +149,69 @@ CASES = {
                  "cls.predictions.decoder.bias": (97,)},
         "lengths": [5, 17, 40],
     },
+    # gte-modernbert's shape in small: pre-norm without biases, GeGLU,
+    # rotary bases 160000 (global) and 10000 (local), local layers (1, 2
+    # and 4 of 0-4) with a window of 8 (4 each side); sequences longer
+    # than the window.
+    "modernbert": {
+        "module": modernbert,
+        "config": {"model_type": "modernbert", "hidden_size": 32,
+                   "num_attention_heads": 4, "num_hidden_layers": 5,
+                   "intermediate_size": 40, "vocab_size": 90,
+                   "max_position_embeddings": 64, "hidden_activation": "gelu",
+                   "norm_eps": 1e-5, "norm_bias": False,
+                   "attention_bias": False, "mlp_bias": False,
+                   "global_attn_every_n_layers": 3, "local_attention": 8,
+                   "global_rope_theta": 160000.0, "local_rope_theta": 10000.0,
+                   "pad_token_id": 3, "classifier_pooling": "mean"},
+        "class": "ModernBertModel", "prefix": "",
+        "sentence_transformers": {"pooling": "mean", "normalize": True},
+        "lengths": [1, 4, 9, 33, 64],
+    },
+    # The same served with FAVOR+ by favor.json: its global layers (0 and 3)
+    # change kernel, its local layers stay exact in their window, and it
+    # reads 5 times its trained length.
+    "modernbert_favor": {
+        "module": modernbert,
+        "config": {"model_type": "modernbert", "hidden_size": 32,
+                   "num_attention_heads": 4, "num_hidden_layers": 5,
+                   "intermediate_size": 40, "vocab_size": 90,
+                   "max_position_embeddings": 64, "global_attn_every_n_layers": 3,
+                   "local_attention": 8, "pad_token_id": 3},
+        "class": "ModernBertModel", "prefix": "",
+        "overlay": {"attention": {"kernel": "favor+", "num_random_features": 48,
+                                  "projection_seed": 7,
+                                  "feature_epsilon": 0.001},
+                    "max_sequence_length": 320},
+        "lengths": [5, 70, 320],
+    },
+    # The task model's file, transformers' newer spelling of the rotary
+    # bases (rope_parameters, layer_types), biases everywhere, the tanh
+    # GELU, every other layer global, a window of 6.
+    "modernbert_task_biases": {
+        "module": modernbert,
+        "config": {"model_type": "modernbert", "hidden_size": 24,
+                   "num_attention_heads": 2, "num_hidden_layers": 4,
+                   "intermediate_size": 20, "vocab_size": 90,
+                   "max_position_embeddings": 48,
+                   "hidden_activation": "gelu_pytorch_tanh", "norm_eps": 1e-6,
+                   "norm_bias": True, "attention_bias": True, "mlp_bias": True,
+                   "global_attn_every_n_layers": 2, "local_attention": 6,
+                   "layer_types": ["full_attention", "sliding_attention",
+                                   "full_attention", "sliding_attention"],
+                   "rope_parameters": {
+                       "full_attention": {"rope_type": "default",
+                                          "rope_theta": 80000.0},
+                       "sliding_attention": {"rope_type": "default",
+                                             "rope_theta": 5000.0}},
+                   "pad_token_id": 3},
+        "class": "ModernBertForMaskedLM", "runs_as": "ModernBertModel",
+        "prefix": "model.",
+        "head": {"head.dense.weight": (24, 24), "head.norm.weight": (24,),
+                 "head.norm.bias": (24,), "decoder.bias": (90,)},
+        "sentence_transformers": {"pooling": "cls", "normalize": False},
+        "lengths": [2, 13, 48],
+    },
 }
 
 
@@ -255,7 +319,9 @@ def run_case(name, case, output):
     ids = sequences(case, config, generator)
     tokens, pooled = [], []
     for seq in ids:
-        y = module.forward(weights, config, seq)
+        y = (module.forward(weights, config, seq, case["overlay"])
+             if module is modernbert and "overlay" in case
+             else module.forward(weights, config, seq))
         tokens.append(y.tolist())
         vector = st.pool(y, pooling)
         pooled.append((st.normalize(vector) if normalize else vector).tolist())
@@ -274,6 +340,8 @@ def run_case(name, case, output):
         # What Favor runs: the base model under the task class.
         "architecture": case.get("runs_as", case["class"]),
         "pooling": pooling, "normalize": normalize,
+        "kernel": case.get("overlay", {}).get("attention", {}).get(
+            "kernel", "softmax"),
         "max_sequence_length": limit,
         "token_ids": torch.cat(ids).tolist(), "offsets": offsets,
         "tokens": tokens, "pooled": pooled,

@@ -59,6 +59,9 @@ inline std::vector<ModelConfig> EveryKindOfModel() {
   pre.position_embedding_type = PositionEmbedding::kRotary;
   pre.attention.kernel = attention::Kernel::kRelu;
   pre.pooling = Pooling::kAttention;
+  pre.local_attention_window = 4;
+  pre.global_attention_every_n_layers = 2;
+  pre.first_layer_attention_norm = false;
   ModelConfig& isab = configs[2];
   isab.position_embedding_type = PositionEmbedding::kNone;
   isab.block = BlockType::kIsab;

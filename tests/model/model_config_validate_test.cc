@@ -65,6 +65,27 @@ TEST(ModelConfigTest, LearnedPositionsBoundTheSequenceLength) {
                 {"field 'max_sequence_length' is 0"});
 }
 
+TEST(ModelConfigTest, ValidatesLocalLayersAndTheFirstNorm) {
+  EXPECT_TRUE(Parse(R"({"position_embedding_type": "rotary",
+      "local_attention_window": 128, "global_attention_every_n_layers": 3,
+      "local_rotary_base": 10000, "norm_placement": "pre",
+      "first_layer_attention_norm": false})")
+                  .ok());
+  ExpectInvalid(R"({"local_attention_window": -1})",
+                {"field 'local_attention_window' is -1"});
+  ExpectInvalid(R"({"global_attention_every_n_layers": 0})",
+                {"field 'global_attention_every_n_layers' is 0"});
+  ExpectInvalid(R"({"local_attention_window": 8,
+                    "attention": {"causal": true}})",
+                {"field 'local_attention_window' is 8",
+                 "without causal attention"});
+  ExpectInvalid(R"({"position_embedding_type": "rotary",
+                    "local_attention_window": 8, "local_rotary_base": 1})",
+                {"local_rotary_base"});
+  ExpectInvalid(R"({"first_layer_attention_norm": false})",
+                {"first_layer_attention_norm", "norm_placement \"pre\""});
+}
+
 TEST(ModelConfigTest, PositionsAfterThePaddingIdStartPastIt) {
   // RoBERTa's numbering: rows 0 … pad_token_id are no token's, so 514 rows
   // with padding id 1 hold 512 tokens, and not 513.

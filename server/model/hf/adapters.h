@@ -23,6 +23,11 @@ absl::Status AdaptRoberta(const HfConfig& hf, ModelConfig* config);
 absl::Status AdaptNomicBert(const HfConfig& hf, ModelConfig* config);
 std::vector<TensorAlias> NomicBertAliases(const ModelConfig& config);
 
+// ModernBertModel (modernbert.cc): pre-norm without biases, GeGLU, rotary
+// with a global and a local base, local layers with a sliding window.
+absl::Status AdaptModernBert(const HfConfig& hf, ModelConfig* config);
+std::vector<TensorAlias> ModernBertAliases(const ModelConfig& config);
+
 // What BERT and its descendants share (bert.cc): the shape, activation,
 // LayerNorm ε, post-norm, learned absolute positions, the token type table,
 // the padding id; exact attention up to max_position_embeddings.

@@ -23,12 +23,20 @@ constexpr absl::string_view kNomicBertClasses[] = {
     "NomicBertModel", "NomicBertForPreTraining",
     "NomicBertForSequenceClassification"};
 
+constexpr absl::string_view kNomicBertRoots[] = {"emb_ln."};
+constexpr absl::string_view kModernBertClasses[] = {
+    "ModernBertModel", "ModernBertForMaskedLM",
+    "ModernBertForSequenceClassification", "ModernBertForTokenClassification"};
+constexpr absl::string_view kModernBertRoots[] = {"layers.", "final_norm."};
+
 const HfArchitecture kArchitectures[] = {
     {"bert", kBertClasses, "bert.", &AdaptBert},
     {"roberta", kRobertaClasses, "roberta.", &AdaptRoberta},
     {"xlm-roberta", kXlmRobertaClasses, "roberta.", &AdaptRoberta},
     {"nomic_bert", kNomicBertClasses, "bert.", &AdaptNomicBert,
-     &NomicBertAliases},
+     &NomicBertAliases, kNomicBertRoots},
+    {"modernbert", kModernBertClasses, "model.", &AdaptModernBert,
+     &ModernBertAliases, kModernBertRoots},
 };
 
 std::string Supported() {

@@ -38,6 +38,10 @@ struct HfArchitecture {
   // The file's tensors as Favor's (names without the prefix) for an
   // adapted config; null when the names are BERT's already.
   std::vector<TensorAlias> (*aliases)(const ModelConfig& config) = nullptr;
+  // Where the file keeps encoder tensors outside BERT's "embeddings." and
+  // "encoder." (before renaming): a tensor left there unread is an error,
+  // anything else (a task head) is ignored.
+  absl::Span<const absl::string_view> encoder_roots = {};
 };
 
 absl::Span<const HfArchitecture> HfArchitectures();

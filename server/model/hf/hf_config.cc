@@ -23,7 +23,39 @@ bool HfConfig::Has(absl::string_view key) const { return Find(key) != nullptr; }
 absl::Status HfConfig::Error(absl::string_view key,
                              absl::string_view problem) const {
   return absl::InvalidArgumentError(
-      absl::StrCat(source_, ": field '", key, "' ", problem));
+      absl::StrCat(source_, ": field '", prefix_, key, "' ", problem));
+}
+
+absl::StatusOr<std::optional<HfConfig>> HfConfig::Object(
+    absl::string_view key) const {
+  const Json* value = Find(key);
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_object()) {
+    return Error(key, absl::StrCat("must be an object, got ",
+                                   DescribeJson(*value)));
+  }
+  HfConfig child(*value, source_);
+  child.prefix_ = absl::StrCat(prefix_, key, ".");
+  return child;
+}
+
+absl::StatusOr<std::vector<std::string>> HfConfig::Strings(
+    absl::string_view key) const {
+  const Json* value = Find(key);
+  std::vector<std::string> strings;
+  if (value == nullptr) return strings;
+  if (!value->is_array()) {
+    return Error(key, absl::StrCat("must be a list of strings, got ",
+                                   DescribeJson(*value)));
+  }
+  for (const Json& entry : *value) {
+    if (!entry.is_string()) {
+      return Error(key, absl::StrCat("must be a list of strings, holds ",
+                                     DescribeJson(entry)));
+    }
+    strings.push_back(entry.get<std::string>());
+  }
+  return strings;
 }
 
 absl::StatusOr<int64_t> HfConfig::Int(absl::string_view key,

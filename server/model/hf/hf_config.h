@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -49,6 +50,13 @@ class HfConfig {
                            std::initializer_list<nlohmann::json> accepted,
                            absl::string_view what_favor_runs) const;
 
+  // The field as an object, read the same way (its fields named
+  // "key.field" in errors); absent or null: nullopt. INVALID_ARGUMENT when
+  // it is not an object.
+  absl::StatusOr<std::optional<HfConfig>> Object(absl::string_view key) const;
+  // The field as a list of strings; absent or null: empty.
+  absl::StatusOr<std::vector<std::string>> Strings(absl::string_view key) const;
+
   // INVALID_ARGUMENT naming the file and the field.
   absl::Status Error(absl::string_view key, absl::string_view problem) const;
 
@@ -57,6 +65,7 @@ class HfConfig {
 
   nlohmann::json json_;
   std::string source_;
+  std::string prefix_;  // "rope_parameters." for a nested object
 };
 
 }  // namespace favor::model::hf
