@@ -11,17 +11,15 @@ here from reading it:
     0..2 and are replaced), then <mask>; so a SentencePiece id i >= 3 is
     tokenizer.json id i + 1, and unk is id 3;
   - model: Unigram with each piece's score and unk_id 3;
-  - normalizer: Precompiled, the model's own precompiled_charsmap (base64);
+  - normalizer: a Sequence of Precompiled (the model's own
+    precompiled_charsmap, base64), Strip (right only) and Replace of the
+    Regex " {2,}" by "▁", SpmConverter.normalizer's stages, which emulate
+    SentencePiece's remove_extra_whitespaces;
   - pre-tokenizer: Metaspace, replacement "▁", prepend_scheme "always",
     split on it;
   - post-processor: TemplateProcessing <s> $A </s> (pair <s> $A </s> </s> $B
     </s>), and the five special tokens as added tokens (<mask> with lstrip,
     as XLM-R's).
-SpmConverter also adds Strip(right) and a Replace of the Regex " {2,}" to
-the normalizer, which emulate SentencePiece's remove_extra_whitespaces;
-Favor's tokenizer.json refuses Regex patterns, so the model this is used on
-is trained with remove_extra_whitespaces=false, and the two stages are left
-out (with that flag off they would not match SentencePiece anyway).
 """
 import base64
 import json
@@ -75,9 +73,12 @@ def convert(proto):
         "truncation": None,
         "padding": None,
         "added_tokens": [added_token(t, ids[t]) for t in SPECIALS + ["<mask>"]],
-        "normalizer": {"type": "Precompiled",
-                       "precompiled_charsmap":
-                           base64.b64encode(charsmap).decode("ascii")},
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Precompiled",
+             "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii")},
+            {"type": "Strip", "strip_left": False, "strip_right": True},
+            {"type": "Replace", "pattern": {"Regex": " {2,}"},
+             "content": "\u2581"}]},
         "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
                           "prepend_scheme": "always", "split": True},
         "post_processor": {
