@@ -45,7 +45,8 @@ TEST(FuzzSeedsTest, TokenizerJsonSeedsLoadAndEncode) {
   }
   EXPECT_EQ(kinds,
             (std::set<std::string>{"json", "json_byte_level_bpe",
-                                   "json_metaspace_bpe", "json_unigram"}));
+                                   "json_metaspace_bpe", "json_split_regex_bpe",
+                                   "json_unigram"}));
 }
 
 }  // namespace

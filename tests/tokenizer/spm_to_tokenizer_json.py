@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Writes a SentencePiece Unigram .model as an XLM-RoBERTa-style tokenizer.json.
 
-Usage: spm_to_tokenizer_json.py <model> <tokenizer.json>
+Usage: spm_to_tokenizer_json.py [--without-whitespace-stages] <model> <tokenizer.json>
+
+--without-whitespace-stages leaves Strip and Replace out (the normalizer is
+Precompiled alone), the form this script wrote before Favor read Regex
+patterns, which the fuzz seeds made then still hold (tests/fuzz/make_seeds.py).
 
 The pipeline is the one Hugging Face's transformers builds for XLM-R
 (convert_slow_tokenizer.py, XLMRobertaConverter on SpmConverter), written
@@ -62,7 +66,20 @@ def template(pair):
     return single + [special("</s>"), sequence("B"), special("</s>")]
 
 
-def convert(proto):
+def normalizer(charsmap, whitespace_stages):
+    precompiled = {"type": "Precompiled",
+                   "precompiled_charsmap":
+                       base64.b64encode(charsmap).decode("ascii")}
+    if not whitespace_stages:
+        return precompiled
+    return {"type": "Sequence", "normalizers": [
+        precompiled,
+        {"type": "Strip", "strip_left": False, "strip_right": True},
+        {"type": "Replace", "pattern": {"Regex": " {2,}"},
+         "content": "\u2581"}]}
+
+
+def convert(proto, whitespace_stages=True):
     vocab = [[token, 0.0] for token in SPECIALS]
     vocab += [[p.piece, p.score] for p in proto.pieces[3:]]
     vocab.append(["<mask>", 0.0])
@@ -73,12 +90,7 @@ def convert(proto):
         "truncation": None,
         "padding": None,
         "added_tokens": [added_token(t, ids[t]) for t in SPECIALS + ["<mask>"]],
-        "normalizer": {"type": "Sequence", "normalizers": [
-            {"type": "Precompiled",
-             "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii")},
-            {"type": "Strip", "strip_left": False, "strip_right": True},
-            {"type": "Replace", "pattern": {"Regex": " {2,}"},
-             "content": "\u2581"}]},
+        "normalizer": normalizer(charsmap, whitespace_stages),
         "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
                           "prepend_scheme": "always", "split": True},
         "post_processor": {
@@ -96,10 +108,13 @@ def convert(proto):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    whitespace_stages = "--without-whitespace-stages" not in args
+    args = [a for a in args if a != "--without-whitespace-stages"]
+    if len(args) != 2:
         sys.exit(__doc__)
-    converted = convert(load(sys.argv[1]))
-    with open(sys.argv[2], "w", encoding="utf-8") as f:
+    converted = convert(load(args[0]), whitespace_stages)
+    with open(args[1], "w", encoding="utf-8") as f:
         json.dump(converted, f, ensure_ascii=False, indent=1)
 
 
