@@ -175,7 +175,8 @@ TEST(LoadTokenizerTest, BadPatternsAndSplitFieldsAreRefusedByName) {
     const absl::Status status = LoadJson(file.dump()).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(status.message()), HasSubstr(message));
-    EXPECT_THAT(std::string(status.message()), HasSubstr("pre_tokenizer (Split)"));
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("pre_tokenizer (Split)"));
   }
 }
 
@@ -316,8 +317,10 @@ TEST(LoadTokenizerTest, AHugeTokenizerJsonIsRefusedWhileItIsParsed) {
   ASSERT_EQ(MaxTokenizerJsonValues(SIZE_MAX / 2), SIZE_MAX);
   constexpr int kEntries = 1100000;
   std::string vocab;
-  for (int i = 7; i < kEntries; ++i) absl::StrAppend(&vocab, ", \"t", i, "\": ", i);
-  const std::string json = Edit(R"("##s": 6)", absl::StrCat(R"("##s": 6)", vocab));
+  for (int i = 7; i < kEntries; ++i)
+    absl::StrAppend(&vocab, ", \"t", i, "\": ", i);
+  const std::string json =
+      Edit(R"("##s": 6)", absl::StrCat(R"("##s": 6)", vocab));
   TokenizerSpec spec;
   spec.path = WriteFile("tokenizer.json", json);
   spec.max_vocab_size = 1;
