@@ -30,7 +30,7 @@ RUN --mount=type=cache,target=/var/cache/apt/archives,id=favor-apt-archives \
       libtorch-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev \
       libabsl-dev libboost-dev libssl-dev prometheus-cpp-dev \
       libgoogle-glog-dev nlohmann-json3-dev \
-      libutf8proc-dev libsentencepiece-dev python3 nodejs npm \
+      libutf8proc-dev libsentencepiece-dev libpcre2-dev python3 nodejs npm \
  && rm -rf /var/lib/apt/lists/*
 
 # The source at /favor/src and the build at /favor/build, as in the trixie

@@ -33,7 +33,8 @@ cd "$(dirname "$0")/.." || exit 1
 debs=(libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian libabsl-dev
       libabsl20220623 libgoogle-glog-dev libgoogle-glog0v6 libgflags-dev
       libgflags2.2 nlohmann-json3-dev libunwind-dev libutf8proc-dev
-      libutf8proc2 libsentencepiece-dev libsentencepiece0)
+      libutf8proc2 libsentencepiece-dev libsentencepiece0 libpcre2-dev
+      libpcre2-8-0)
 if [[ "${1:-}" == "--debs" ]]; then printf '%s\n' "${debs[@]}"; exit 0; fi
 
 OUT=${OUT:-$PWD/gpu-out}

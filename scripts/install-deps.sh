@@ -33,8 +33,9 @@ packages=(
   prometheus-cpp-dev libgoogle-glog-dev nlohmann-json3-dev
   # HTTP: Boost.Beast (header-only) with OpenSSL for TLS (docs/http.md)
   libssl-dev
-  # tokenizers: Unicode data and SentencePiece models
-  libutf8proc-dev libsentencepiece-dev
+  # tokenizers: Unicode data, SentencePiece models, and PCRE2 for
+  # tokenizer.json's Regex patterns (Replace, Split)
+  libutf8proc-dev libsentencepiece-dev libpcre2-dev
   # tests: openssl makes throwaway certificates for the TLS tests
   openssl
   # tests and benchmarks; the Python peers (parity with PyTorch, a grpcio

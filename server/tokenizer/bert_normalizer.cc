@@ -87,8 +87,9 @@ BertNormalizer::BertNormalizer(const Options& options)
     : options_(options),
       strip_accents_(options.strip_accents.value_or(options.lowercase)) {}
 
-void BertNormalizer::Normalize(absl::string_view text, uint32_t source_offset,
-                               NormalizedString* out) const {
+absl::Status BertNormalizer::Normalize(absl::string_view text,
+                                       uint32_t source_offset,
+                                       NormalizedString* out) const {
   out->Clear();
   CharWriter writer(out, options_.lowercase, strip_accents_);
   size_t pos = 0;
@@ -112,6 +113,7 @@ void BertNormalizer::Normalize(absl::string_view text, uint32_t source_offset,
     AddChar(c, strip_accents_, begin, end, &writer);
   }
   writer.Flush();
+  return absl::OkStatus();
 }
 
 }  // namespace favor::tokenizer

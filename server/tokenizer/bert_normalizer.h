@@ -28,8 +28,8 @@ class BertNormalizer final : public Normalizer {
 
   explicit BertNormalizer(const Options& options);
 
-  void Normalize(absl::string_view text, uint32_t source_offset,
-                 NormalizedString* out) const override;
+  absl::Status Normalize(absl::string_view text, uint32_t source_offset,
+                         NormalizedString* out) const override;
 
  private:
   const Options options_;

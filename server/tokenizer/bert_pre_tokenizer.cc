@@ -4,8 +4,8 @@
 
 namespace favor::tokenizer {
 
-void BertPreTokenizer::Split(absl::string_view normalized,
-                             std::vector<ByteRange>* words) const {
+absl::Status BertPreTokenizer::Split(absl::string_view normalized,
+                                     std::vector<ByteRange>* words) const {
   // One pass: `word_begin` is where the word being read started, or npos.
   constexpr size_t kNone = absl::string_view::npos;
   size_t word_begin = kNone;
@@ -31,6 +31,7 @@ void BertPreTokenizer::Split(absl::string_view normalized,
     }
   }
   close_word(pos);
+  return absl::OkStatus();
 }
 
 }  // namespace favor::tokenizer

@@ -11,8 +11,8 @@ namespace favor::tokenizer {
 
 class BertPreTokenizer final : public PreTokenizer {
  public:
-  void Split(absl::string_view normalized,
-             std::vector<ByteRange>* words) const override;
+  absl::Status Split(absl::string_view normalized,
+                     std::vector<ByteRange>* words) const override;
 };
 
 }  // namespace favor::tokenizer

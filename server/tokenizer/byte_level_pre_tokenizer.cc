@@ -59,12 +59,12 @@ size_t Gpt2PatternMatchEnd(absl::string_view text, size_t pos) {
   return last > pos ? last : end;
 }
 
-void ByteLevelPreTokenizer::Split(absl::string_view normalized,
-                                  std::vector<ByteRange>* words) const {
-  if (normalized.empty()) return;
+absl::Status ByteLevelPreTokenizer::Split(absl::string_view normalized,
+                                          std::vector<ByteRange>* words) const {
+  if (normalized.empty()) return absl::OkStatus();
   if (!options_.use_regex) {
     words->push_back({0, static_cast<uint32_t>(normalized.size())});
-    return;
+    return absl::OkStatus();
   }
   size_t pos = 0;
   while (pos < normalized.size()) {
@@ -72,6 +72,7 @@ void ByteLevelPreTokenizer::Split(absl::string_view normalized,
     words->push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(end)});
     pos = end;
   }
+  return absl::OkStatus();
 }
 
 bool ByteLevelPreTokenizer::Rewrite(const NormalizedString& in,

@@ -24,8 +24,8 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
   };
   explicit ByteLevelPreTokenizer(const Options& options) : options_(options) {}
 
-  void Split(absl::string_view normalized,
-             std::vector<ByteRange>* words) const override;
+  absl::Status Split(absl::string_view normalized,
+                     std::vector<ByteRange>* words) const override;
   bool Rewrite(const NormalizedString& in, bool at_text_start,
                NormalizedString* out) const override;
 

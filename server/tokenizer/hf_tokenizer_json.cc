@@ -49,10 +49,11 @@ absl::StatusOr<AddedToken> ParseAddedToken(const Json& entry,
   ASSIGN_OR_RETURN(token.rstrip, GetBool(entry, "rstrip", false, where));
   ASSIGN_OR_RETURN(const bool single_word,
                    GetBool(entry, "single_word", false, where));
-  ASSIGN_OR_RETURN(*normalized, GetBool(entry, "normalized", !token.special,
-                                        where));
+  ASSIGN_OR_RETURN(*normalized,
+                   GetBool(entry, "normalized", !token.special, where));
   if (single_word) {
-    return Invalid(where, "\"single_word\": true is not supported (only false)");
+    return Invalid(where,
+                   "\"single_word\": true is not supported (only false)");
   }
   return token;
 }
@@ -73,12 +74,18 @@ absl::Status ParseAddedTokens(const Json& root, absl::string_view what,
   std::vector<AddedToken> normalized;
   for (size_t i = 0; i < list->size(); ++i) {
     bool is_normalized = false;
-    ASSIGN_OR_RETURN(AddedToken token,
-                     ParseAddedToken((*list)[i], absl::StrCat(where, "[", i, "]"),
-                                     &is_normalized));
+    ASSIGN_OR_RETURN(
+        AddedToken token,
+        ParseAddedToken((*list)[i], absl::StrCat(where, "[", i, "]"),
+                        &is_normalized));
     if (is_normalized && stages->normalizer) {
       NormalizedString content;
-      stages->normalizer->Normalize(token.content, 0, &content);
+      const absl::Status normalized_content =
+          stages->normalizer->Normalize(token.content, 0, &content);
+      if (!normalized_content.ok()) {
+        return Invalid(absl::StrCat(where, "[", i, "]"),
+                       normalized_content.message());
+      }
       token.content = content.text();
     }
     (is_normalized ? normalized : raw).push_back(std::move(token));
@@ -112,11 +119,11 @@ absl::Status CheckSpecialIds(const Tokenizer& tokenizer,
 // The top level: the stages, plus what Favor does not use (truncation and
 // padding are options of each call, the decoder turns ids back into text).
 absl::Status CheckRoot(const Json& root, absl::string_view what) {
-  return CheckFields(root,
-                     {"version", "truncation", "padding", "added_tokens",
-                      "normalizer", "pre_tokenizer", "model", "post_processor",
-                      "decoder"},
-                     what);
+  return CheckFields(
+      root,
+      {"version", "truncation", "padding", "added_tokens", "normalizer",
+       "pre_tokenizer", "model", "post_processor", "decoder"},
+      what);
 }
 
 }  // namespace
@@ -146,8 +153,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromHuggingFaceJson(
   ASSIGN_OR_RETURN(ParsedPreTokenizer pre_tokenizer,
                    ParsePreTokenizer(root, what));
   stages.pre_tokenizer = std::move(pre_tokenizer.stage);
-  ASSIGN_OR_RETURN(stages.model, ParseModel(root, what, pre_tokenizer.byte_level,
-                                            &stages.kind));
+  ASSIGN_OR_RETURN(
+      stages.model,
+      ParseModel(root, what, pre_tokenizer.byte_level, &stages.kind));
   RETURN_IF_ERROR(ParseAddedTokens(root, what, &stages));
   RETURN_IF_ERROR(ParsePostProcessor(root, what, &stages));
   auto tokenizer = std::make_unique<PipelineTokenizer>(std::move(stages));

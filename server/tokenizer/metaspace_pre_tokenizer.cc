@@ -34,12 +34,12 @@ bool MetaspacePreTokenizer::Rewrite(const NormalizedString& in,
   return true;
 }
 
-void MetaspacePreTokenizer::Split(absl::string_view normalized,
-                                  std::vector<ByteRange>* words) const {
-  if (normalized.empty()) return;
+absl::Status MetaspacePreTokenizer::Split(absl::string_view normalized,
+                                          std::vector<ByteRange>* words) const {
+  if (normalized.empty()) return absl::OkStatus();
   if (!options_.split) {
     words->push_back({0, static_cast<uint32_t>(normalized.size())});
-    return;
+    return absl::OkStatus();
   }
   // Each replacement character starts a word; the text before the first
   // one is a word of its own.
@@ -60,6 +60,7 @@ void MetaspacePreTokenizer::Split(absl::string_view normalized,
   }
   words->push_back(
       {static_cast<uint32_t>(begin), static_cast<uint32_t>(normalized.size())});
+  return absl::OkStatus();
 }
 
 }  // namespace favor::tokenizer

@@ -23,8 +23,8 @@ class MetaspacePreTokenizer final : public PreTokenizer {
   };
   explicit MetaspacePreTokenizer(const Options& options);
 
-  void Split(absl::string_view normalized,
-             std::vector<ByteRange>* words) const override;
+  absl::Status Split(absl::string_view normalized,
+                     std::vector<ByteRange>* words) const override;
   bool Rewrite(const NormalizedString& in, bool at_text_start,
                NormalizedString* out) const override;
 

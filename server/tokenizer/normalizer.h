@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "server/tokenizer/normalized_string.h"
 
@@ -15,8 +16,8 @@ class Normalizer {
   // Normalizes `text` (valid UTF-8, one segment of the input starting at
   // input byte `source_offset`) into *out, which it clears first. Const and
   // stateless: one normalizer serves many threads at once.
-  virtual void Normalize(absl::string_view text, uint32_t source_offset,
-                         NormalizedString* out) const = 0;
+  virtual absl::Status Normalize(absl::string_view text, uint32_t source_offset,
+                                 NormalizedString* out) const = 0;
 };
 
 // A normalizer that can also take the output of another one, so that
@@ -25,14 +26,14 @@ class Normalizer {
 class ChainableNormalizer : public Normalizer {
  public:
   // Normalizes `in` into *out (cleared first; never `in` itself).
-  virtual void Transform(const NormalizedString& in,
-                         NormalizedString* out) const = 0;
+  virtual absl::Status Transform(const NormalizedString& in,
+                                 NormalizedString* out) const = 0;
 
-  void Normalize(absl::string_view text, uint32_t source_offset,
-                 NormalizedString* out) const override {
+  absl::Status Normalize(absl::string_view text, uint32_t source_offset,
+                         NormalizedString* out) const override {
     NormalizedString in;
     in.AssignIdentity(text, source_offset);
-    Transform(in, out);
+    return Transform(in, out);
   }
 };
 

@@ -80,7 +80,7 @@ absl::StatusOr<Encoding> PipelineTokenizer::Encode(
   stages_.added.Split(text, &scratch.segments);
   for (const AddedVocabulary::Segment& segment : scratch.segments) {
     if (segment.added_id < 0) {
-      EncodeSegment(text, segment.range, &scratch, &appender);
+      RETURN_IF_ERROR(EncodeSegment(text, segment.range, &scratch, &appender));
     } else {
       AppendTextToken(segment.added_id,
                       {segment.range.begin, segment.range.end}, &scratch,
@@ -92,21 +92,21 @@ absl::StatusOr<Encoding> PipelineTokenizer::Encode(
   return encoding;
 }
 
-void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
-                                      Scratch* scratch,
-                                      TruncatingAppender* appender) const {
+absl::Status PipelineTokenizer::EncodeSegment(
+    absl::string_view text, ByteRange segment, Scratch* scratch,
+    TruncatingAppender* appender) const {
   const absl::string_view piece =
       text.substr(segment.begin, segment.end - segment.begin);
   NormalizedString& normalized = scratch->normalized;
   if (stages_.normalizer) {
-    stages_.normalizer->Normalize(piece, segment.begin, &normalized);
+    RETURN_IF_ERROR(
+        stages_.normalizer->Normalize(piece, segment.begin, &normalized));
   } else {
     normalized.AssignIdentity(piece, segment.begin);
   }
   const bool at_text_start = segment.begin == 0;
   if (stages_.normalized_added.tokens().empty()) {
-    EncodeNormalized(normalized, at_text_start, scratch, appender);
-    return;
+    return EncodeNormalized(normalized, at_text_start, scratch, appender);
   }
   auto& parts = scratch->normalized_segments;
   parts.clear();
@@ -120,24 +120,25 @@ void PipelineTokenizer::EncodeSegment(absl::string_view text, ByteRange segment,
     }
     scratch->piece.Clear();
     scratch->piece.AppendSlice(normalized, part.range.begin, part.range.end);
-    EncodeNormalized(scratch->piece, at_text_start && part.range.begin == 0,
-                     scratch, appender);
+    RETURN_IF_ERROR(EncodeNormalized(scratch->piece,
+                                     at_text_start && part.range.begin == 0,
+                                     scratch, appender));
   }
+  return absl::OkStatus();
 }
 
-void PipelineTokenizer::EncodeNormalized(const NormalizedString& input,
-                                         bool at_text_start, Scratch* scratch,
-                                         TruncatingAppender* appender) const {
+absl::Status PipelineTokenizer::EncodeNormalized(
+    const NormalizedString& input, bool at_text_start, Scratch* scratch,
+    TruncatingAppender* appender) const {
   const NormalizedString* normalized = &input;
-  if (stages_.pre_tokenizer &&
-      stages_.pre_tokenizer->Rewrite(input, at_text_start,
-                                     &scratch->rewritten)) {
+  if (stages_.pre_tokenizer && stages_.pre_tokenizer->Rewrite(
+                                   input, at_text_start, &scratch->rewritten)) {
     normalized = &scratch->rewritten;
   }
   const absl::string_view normal = normalized->text();
   scratch->words.clear();
   if (stages_.pre_tokenizer) {
-    stages_.pre_tokenizer->Split(normal, &scratch->words);
+    RETURN_IF_ERROR(stages_.pre_tokenizer->Split(normal, &scratch->words));
   } else if (!normal.empty()) {
     scratch->words.push_back({0, static_cast<uint32_t>(normal.size())});
   }
@@ -152,6 +153,7 @@ void PipelineTokenizer::EncodeNormalized(const NormalizedString& input,
                       scratch, appender);
     }
   }
+  return absl::OkStatus();
 }
 
 void PipelineTokenizer::AppendTextToken(int32_t id, TokenSpan span,

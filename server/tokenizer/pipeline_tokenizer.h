@@ -22,8 +22,8 @@ namespace favor::tokenizer {
 class PipelineTokenizer final : public Tokenizer {
  public:
   struct Stages {
-    std::string kind;                               // what kind() reports
-    AddedVocabulary added;                          // may be empty
+    std::string kind;       // what kind() reports
+    AddedVocabulary added;  // may be empty
     // Added tokens with "normalized": true, matched in the normalized text
     // of each segment (their contents normalized); may be empty.
     AddedVocabulary normalized_added;
@@ -52,11 +52,13 @@ class PipelineTokenizer final : public Tokenizer {
 
  private:
   struct Scratch;
-  void EncodeSegment(absl::string_view text, ByteRange segment,
-                     Scratch* scratch, TruncatingAppender* appender) const;
+  absl::Status EncodeSegment(absl::string_view text, ByteRange segment,
+                             Scratch* scratch,
+                             TruncatingAppender* appender) const;
   // Pre-tokenizes and tokenizes normalized text that holds no added token.
-  void EncodeNormalized(const NormalizedString& normalized, bool at_text_start,
-                        Scratch* scratch, TruncatingAppender* appender) const;
+  absl::Status EncodeNormalized(const NormalizedString& normalized,
+                                bool at_text_start, Scratch* scratch,
+                                TruncatingAppender* appender) const;
   // Appends a token of the text, its span trimmed by the post-processor.
   void AppendTextToken(int32_t id, TokenSpan span, Scratch* scratch,
                        TruncatingAppender* appender) const;

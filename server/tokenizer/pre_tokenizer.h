@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "server/tokenizer/normalized_string.h"
 
@@ -22,8 +23,8 @@ class PreTokenizer {
   virtual ~PreTokenizer() = default;
   // Appends the words of `normalized` (valid UTF-8) to *words, in order,
   // each non-empty. Const and stateless: safe from many threads at once.
-  virtual void Split(absl::string_view normalized,
-                     std::vector<ByteRange>* words) const = 0;
+  virtual absl::Status Split(absl::string_view normalized,
+                             std::vector<ByteRange>* words) const = 0;
   // Pre-tokenizers that change the text before they split it (Metaspace
   // puts its replacement character for spaces, ByteLevel a space before
   // the text) write the changed text to *out, with each character's input

@@ -70,8 +70,7 @@ absl::StatusOr<std::unique_ptr<PrecompiledNormalizer>>
 PrecompiledNormalizer::FromBase64(absl::string_view base64) {
   std::string charsmap;
   if (!absl::Base64Unescape(base64, &charsmap)) {
-    return absl::InvalidArgumentError(
-        "\"precompiled_charsmap\" is not base64");
+    return absl::InvalidArgumentError("\"precompiled_charsmap\" is not base64");
   }
   return FromCharsmap(charsmap);
 }
@@ -91,9 +90,9 @@ PrecompiledNormalizer::FromCharsmap(absl::string_view charsmap) {
   const uint32_t trie_bytes = read_u32(0);
   if (trie_bytes % 4 != 0 || trie_bytes == 0 ||
       trie_bytes > charsmap.size() - 4) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the precompiled charsmap's trie size ", trie_bytes,
-        " does not fit its ", charsmap.size(), " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the precompiled charsmap's trie size ", trie_bytes,
+                     " does not fit its ", charsmap.size(), " bytes"));
   }
   std::vector<uint32_t> trie(trie_bytes / 4);
   for (size_t i = 0; i < trie.size(); ++i) trie[i] = read_u32(4 + 4 * i);
@@ -132,8 +131,8 @@ std::optional<absl::string_view> PrecompiledNormalizer::Lookup(
   return std::nullopt;
 }
 
-void PrecompiledNormalizer::Transform(const NormalizedString& in,
-                                      NormalizedString* out) const {
+absl::Status PrecompiledNormalizer::Transform(const NormalizedString& in,
+                                              NormalizedString* out) const {
   const absl::string_view text = in.text();
   std::vector<Tagged> changes;
   changes.reserve(text.size());
@@ -162,6 +161,7 @@ void PrecompiledNormalizer::Transform(const NormalizedString& in,
   }
   AlignedTransform transform(in, out);
   for (const Tagged& t : changes) transform.Emit(t.c, t.change);
+  return absl::OkStatus();
 }
 
 }  // namespace favor::tokenizer

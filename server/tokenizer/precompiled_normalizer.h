@@ -35,8 +35,8 @@ class PrecompiledNormalizer final : public ChainableNormalizer {
   static absl::StatusOr<std::unique_ptr<PrecompiledNormalizer>> FromCharsmap(
       absl::string_view charsmap);
 
-  void Transform(const NormalizedString& in,
-                 NormalizedString* out) const override;
+  absl::Status Transform(const NormalizedString& in,
+                         NormalizedString* out) const override;
 
   // The replacement of the shortest key that starts `chunk`, if any.
   std::optional<absl::string_view> Lookup(absl::string_view chunk) const;

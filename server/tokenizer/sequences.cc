@@ -1,41 +1,43 @@
 #include "server/tokenizer/sequences.h"
 
+#include "server/common/status_macros.h"
+
 namespace favor::tokenizer {
 
-void NormalizerSequence::Transform(const NormalizedString& in,
-                                   NormalizedString* out) const {
+absl::Status NormalizerSequence::Transform(const NormalizedString& in,
+                                           NormalizedString* out) const {
   if (stages_.empty()) {
     out->Clear();
     out->AppendSlice(in, 0, static_cast<uint32_t>(in.text().size()));
-    return;
+    return absl::OkStatus();
   }
   NormalizedString buffers[2];
   const NormalizedString* current = &in;
   for (size_t i = 0; i + 1 < stages_.size(); ++i) {
-    stages_[i]->Transform(*current, &buffers[i % 2]);
+    RETURN_IF_ERROR(stages_[i]->Transform(*current, &buffers[i % 2]));
     current = &buffers[i % 2];
   }
-  stages_.back()->Transform(*current, out);
+  return stages_.back()->Transform(*current, out);
 }
 
-void PreTokenizerSequence::Split(absl::string_view normalized,
-                                 std::vector<ByteRange>* words) const {
+absl::Status PreTokenizerSequence::Split(absl::string_view normalized,
+                                         std::vector<ByteRange>* words) const {
   if (stages_.empty()) {
     if (!normalized.empty()) {
       words->push_back({0, static_cast<uint32_t>(normalized.size())});
     }
-    return;
+    return absl::OkStatus();
   }
   std::vector<ByteRange> current;
-  stages_[0]->Split(normalized, &current);
+  RETURN_IF_ERROR(stages_[0]->Split(normalized, &current));
   std::vector<ByteRange> next;
   std::vector<ByteRange> parts;
   for (size_t i = 1; i < stages_.size(); ++i) {
     next.clear();
     for (const ByteRange& word : current) {
       parts.clear();
-      stages_[i]->Split(normalized.substr(word.begin, word.end - word.begin),
-                        &parts);
+      RETURN_IF_ERROR(stages_[i]->Split(
+          normalized.substr(word.begin, word.end - word.begin), &parts));
       for (const ByteRange& part : parts) {
         next.push_back({word.begin + part.begin, word.begin + part.end});
       }
@@ -43,6 +45,7 @@ void PreTokenizerSequence::Split(absl::string_view normalized,
     current.swap(next);
   }
   words->insert(words->end(), current.begin(), current.end());
+  return absl::OkStatus();
 }
 
 bool PreTokenizerSequence::Rewrite(const NormalizedString& in,

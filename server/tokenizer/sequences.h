@@ -21,8 +21,8 @@ class NormalizerSequence final : public ChainableNormalizer {
       std::vector<std::unique_ptr<ChainableNormalizer>> stages)
       : stages_(std::move(stages)) {}
 
-  void Transform(const NormalizedString& in,
-                 NormalizedString* out) const override;
+  absl::Status Transform(const NormalizedString& in,
+                         NormalizedString* out) const override;
 
  private:
   std::vector<std::unique_ptr<ChainableNormalizer>> stages_;
@@ -37,8 +37,8 @@ class PreTokenizerSequence final : public PreTokenizer {
       std::vector<std::unique_ptr<PreTokenizer>> stages)
       : stages_(std::move(stages)) {}
 
-  void Split(absl::string_view normalized,
-             std::vector<ByteRange>* words) const override;
+  absl::Status Split(absl::string_view normalized,
+                     std::vector<ByteRange>* words) const override;
   bool Rewrite(const NormalizedString& in, bool at_text_start,
                NormalizedString* out) const override;
 

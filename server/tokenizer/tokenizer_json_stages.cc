@@ -1,6 +1,8 @@
 // tokenizer.json's normalizer, pre_tokenizer and post_processor.
 #include "server/tokenizer/tokenizer_json_stages.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -14,7 +16,9 @@
 #include "server/tokenizer/character_normalizers.h"
 #include "server/tokenizer/metaspace_pre_tokenizer.h"
 #include "server/tokenizer/precompiled_normalizer.h"
+#include "server/tokenizer/regex.h"
 #include "server/tokenizer/sequences.h"
+#include "server/tokenizer/split_pre_tokenizer.h"
 #include "server/tokenizer/template_processing.h"
 #include "server/tokenizer/unicode.h"
 #include "server/tokenizer/unicode_normalizer.h"
@@ -23,8 +27,8 @@ namespace favor::tokenizer::tokenizer_json {
 namespace {
 
 constexpr absl::string_view kChainableNormalizers =
-    "BertNormalizer (alone), NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace "
-    "(String pattern), Prepend, Precompiled, Sequence";
+    "BertNormalizer (alone), NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, "
+    "Prepend, Precompiled, Sequence";
 
 absl::StatusOr<std::unique_ptr<ChainableNormalizer>> ParseChainable(
     const Json& stage, absl::string_view where);
@@ -38,35 +42,46 @@ absl::StatusOr<std::unique_ptr<ChainableNormalizer>> ParseNormalizerSequence(
   }
   std::vector<std::unique_ptr<ChainableNormalizer>> stages;
   for (size_t i = 0; i < list->size(); ++i) {
-    ASSIGN_OR_RETURN(auto child, ParseChainable((*list)[i],
-                                                absl::StrCat(where, ".normalizers[", i, "]")));
+    ASSIGN_OR_RETURN(
+        auto child,
+        ParseChainable((*list)[i],
+                       absl::StrCat(where, ".normalizers[", i, "]")));
     stages.push_back(std::move(child));
   }
   return std::unique_ptr<ChainableNormalizer>(
       std::make_unique<NormalizerSequence>(std::move(stages)));
 }
 
-// Replace's {"String": "..."}; a {"Regex": ...} pattern is refused.
+// A stage's "pattern": {"String": "..."} (matched as it is) or
+// {"Regex": "..."}; one that does not compile is refused with PCRE2's reason.
+absl::StatusOr<std::unique_ptr<Regex>> ParsePattern(const Json& stage,
+                                                    absl::string_view where) {
+  ASSIGN_OR_RETURN(const Json* pattern, GetObject(stage, "pattern", where));
+  if (pattern == nullptr || pattern->size() != 1 ||
+      (Member(*pattern, "String") == nullptr &&
+       Member(*pattern, "Regex") == nullptr)) {
+    return Invalid(where,
+                   "\"pattern\" must be {\"String\": ...} or {\"Regex\": ...}");
+  }
+  const bool literal = Member(*pattern, "String") != nullptr;
+  ASSIGN_OR_RETURN(
+      const std::string text,
+      GetString(*pattern, literal ? "String" : "Regex", "", where));
+  auto compiled = literal ? Regex::CompileLiteral(text, Regex::Options())
+                          : Regex::Compile(text, Regex::Options());
+  if (!compiled.ok()) return Invalid(where, compiled.status().message());
+  return *std::move(compiled);
+}
+
 absl::StatusOr<std::unique_ptr<ChainableNormalizer>> ParseReplace(
     const Json& stage, absl::string_view where) {
   RETURN_IF_ERROR(CheckFields(stage, {"type", "pattern", "content"}, where));
-  ASSIGN_OR_RETURN(const Json* pattern, GetObject(stage, "pattern", where));
   ASSIGN_OR_RETURN(std::string content, GetString(stage, "content", "", where));
-  if (pattern == nullptr || pattern->size() != 1) {
-    return Invalid(where, "\"pattern\" must be {\"String\": ...}");
-  }
-  if (Member(*pattern, "String") == nullptr) {
-    return Invalid(where, absl::StrCat("pattern ", DescribeJson(*pattern),
-                                       " is not supported (only a String "
-                                       "pattern, not a Regex)"));
-  }
-  ASSIGN_OR_RETURN(std::string literal,
-                   GetString(*pattern, "String", "", where));
-  if (literal.empty()) return Invalid(where, "the pattern is empty");
-  RETURN_IF_ERROR(ValidateUtf8(literal, where));
   RETURN_IF_ERROR(ValidateUtf8(content, where));
-  return std::unique_ptr<ChainableNormalizer>(std::make_unique<ReplaceNormalizer>(
-      std::move(literal), std::move(content)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Regex> pattern, ParsePattern(stage, where));
+  return std::unique_ptr<ChainableNormalizer>(
+      std::make_unique<ReplaceNormalizer>(std::move(pattern),
+                                          std::move(content)));
 }
 
 absl::StatusOr<std::unique_ptr<ChainableNormalizer>> ParseChainable(
@@ -74,9 +89,10 @@ absl::StatusOr<std::unique_ptr<ChainableNormalizer>> ParseChainable(
   ASSIGN_OR_RETURN(const std::string type, TypeOf(stage, where));
   const std::string at = absl::StrCat(where, " (", type, ")");
   using Form = UnicodeNormalizer::Form;
-  for (const auto& [name, form] :
-       {std::pair{"NFC", Form::kNfc}, {"NFD", Form::kNfd},
-        {"NFKC", Form::kNfkc}, {"NFKD", Form::kNfkd}}) {
+  for (const auto& [name, form] : {std::pair{"NFC", Form::kNfc},
+                                   {"NFD", Form::kNfd},
+                                   {"NFKC", Form::kNfkc},
+                                   {"NFKD", Form::kNfkd}}) {
     if (type != name) continue;
     RETURN_IF_ERROR(CheckFields(stage, {"type"}, at));
     return std::unique_ptr<ChainableNormalizer>(
@@ -88,7 +104,8 @@ absl::StatusOr<std::unique_ptr<ChainableNormalizer>> ParseChainable(
         std::make_unique<LowercaseNormalizer>());
   }
   if (type == "Strip") {
-    RETURN_IF_ERROR(CheckFields(stage, {"type", "strip_left", "strip_right"}, at));
+    RETURN_IF_ERROR(
+        CheckFields(stage, {"type", "strip_left", "strip_right"}, at));
     ASSIGN_OR_RETURN(const bool left, GetBool(stage, "strip_left", true, at));
     ASSIGN_OR_RETURN(const bool right, GetBool(stage, "strip_right", true, at));
     return std::unique_ptr<ChainableNormalizer>(
@@ -149,7 +166,7 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(
 namespace {
 
 constexpr absl::string_view kPreTokenizers =
-    "BertPreTokenizer, ByteLevel, Metaspace, Sequence";
+    "BertPreTokenizer, ByteLevel, Metaspace, Split, Sequence";
 
 struct PreTokenizerStage {
   std::unique_ptr<PreTokenizer> stage;
@@ -195,7 +212,8 @@ absl::StatusOr<MetaspacePreTokenizer::PrependScheme> ParsePrependScheme(
   }
   // The crate's reading of the older field.
   if (!add_prefix_space) {
-    if (parsed != Scheme::kNever && Member(stage, "prepend_scheme") != nullptr) {
+    if (parsed != Scheme::kNever &&
+        Member(stage, "prepend_scheme") != nullptr) {
       return Invalid(where, "add_prefix_space does not match prepend_scheme");
     }
     parsed = Scheme::kNever;
@@ -214,9 +232,8 @@ absl::StatusOr<PreTokenizerStage> ParseMetaspace(const Json& stage,
                    GetString(stage, "replacement", "\u2581", where));
   RETURN_IF_ERROR(ValidateUtf8(replacement, where));
   size_t pos = 0;
-  if (replacement.empty() ||
-      (options.replacement = NextChar(replacement, &pos), pos) !=
-          replacement.size()) {
+  if (replacement.empty() || (options.replacement = NextChar(replacement, &pos),
+                              pos) != replacement.size()) {
     return Invalid(where, "\"replacement\" must be one character");
   }
   ASSIGN_OR_RETURN(options.prepend_scheme, ParsePrependScheme(stage, where));
@@ -224,6 +241,40 @@ absl::StatusOr<PreTokenizerStage> ParseMetaspace(const Json& stage,
   PreTokenizerStage parsed;
   parsed.stage = std::make_unique<MetaspacePreTokenizer>(options);
   parsed.rewrites = true;
+  return parsed;
+}
+
+// Split's "behavior" and "invert" are required, as the crate reads them.
+absl::StatusOr<PreTokenizerStage> ParseSplit(const Json& stage,
+                                             absl::string_view where) {
+  RETURN_IF_ERROR(
+      CheckFields(stage, {"type", "pattern", "behavior", "invert"}, where));
+  if (Member(stage, "behavior") == nullptr ||
+      Member(stage, "invert") == nullptr) {
+    return Invalid(where, "\"behavior\" and \"invert\" are required");
+  }
+  ASSIGN_OR_RETURN(const std::string behavior,
+                   GetString(stage, "behavior", "", where));
+  ASSIGN_OR_RETURN(const bool invert, GetBool(stage, "invert", false, where));
+  static constexpr std::pair<absl::string_view, SplitBehavior> kBehaviors[] = {
+      {"Removed", SplitBehavior::kRemoved},
+      {"Isolated", SplitBehavior::kIsolated},
+      {"MergedWithPrevious", SplitBehavior::kMergedWithPrevious},
+      {"MergedWithNext", SplitBehavior::kMergedWithNext},
+      {"Contiguous", SplitBehavior::kContiguous}};
+  const auto* found =
+      std::find_if(std::begin(kBehaviors), std::end(kBehaviors),
+                   [&](const auto& known) { return known.first == behavior; });
+  if (found == std::end(kBehaviors)) {
+    return Invalid(where, absl::StrCat("behavior ", Quote(behavior),
+                                       " is not one of Removed, Isolated, "
+                                       "MergedWithPrevious, MergedWithNext, "
+                                       "Contiguous"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Regex> pattern, ParsePattern(stage, where));
+  PreTokenizerStage parsed;
+  parsed.stage = std::make_unique<SplitPreTokenizer>(std::move(pattern),
+                                                     found->second, invert);
   return parsed;
 }
 
@@ -241,9 +292,10 @@ absl::StatusOr<PreTokenizerStage> ParsePreTokenizerSequence(
     ASSIGN_OR_RETURN(PreTokenizerStage child,
                      ParsePreTokenizerStage((*list)[i], at));
     if (child.rewrites && i > 0) {
-      return Invalid(at, "a pre-tokenizer that changes the text (Metaspace, "
-                         "ByteLevel with add_prefix_space) is supported only "
-                         "first in a Sequence");
+      return Invalid(at,
+                     "a pre-tokenizer that changes the text (Metaspace, "
+                     "ByteLevel with add_prefix_space) is supported only "
+                     "first in a Sequence");
     }
     parsed.byte_level = parsed.byte_level || child.byte_level;
     parsed.rewrites = parsed.rewrites || child.rewrites;
@@ -265,6 +317,7 @@ absl::StatusOr<PreTokenizerStage> ParsePreTokenizerStage(
   }
   if (type == "ByteLevel") return ParseByteLevel(stage, at);
   if (type == "Metaspace") return ParseMetaspace(stage, at);
+  if (type == "Split") return ParseSplit(stage, at);
   if (type == "Sequence") return ParsePreTokenizerSequence(stage, at);
   return Unsupported(where, type, kPreTokenizers);
 }

@@ -69,8 +69,8 @@ std::vector<Tagged> Decompose(absl::string_view text, bool compatible) {
   size_t pos = 0;
   char32_t parts[kMaxFullDecomposition];
   while (pos < text.size()) {
-    const int count = FullDecomposition(NextChar(text, &pos), compatible,
-                                        parts);
+    const int count =
+        FullDecomposition(NextChar(text, &pos), compatible, parts);
     for (int i = 0; i < count; ++i) {
       if (CombiningClass(parts[i]) == 0) {
         sort_run();
@@ -142,18 +142,18 @@ bool IsAscii(absl::string_view text) {
 
 }  // namespace
 
-void UnicodeNormalizer::Transform(const NormalizedString& in,
-                                  NormalizedString* out) const {
+absl::Status UnicodeNormalizer::Transform(const NormalizedString& in,
+                                          NormalizedString* out) const {
   AlignedTransform transform(in, out);
   if (IsAscii(in.text())) {  // every form leaves ASCII as it is
     for (const char byte : in.text()) transform.Emit(byte, 0);
-    return;
+    return absl::OkStatus();
   }
   const bool compatible = form_ == Form::kNfkc || form_ == Form::kNfkd;
   std::vector<Tagged> decomposed = Decompose(in.text(), compatible);
   if (form_ == Form::kNfd || form_ == Form::kNfkd) {
     for (const Tagged& t : decomposed) transform.Emit(t.c, t.change);
-    return;
+    return absl::OkStatus();
   }
   std::vector<Tagged> composed;
   composed.reserve(decomposed.size());
@@ -161,6 +161,7 @@ void UnicodeNormalizer::Transform(const NormalizedString& in,
   for (const Tagged& t : decomposed) recomposer.Add(t);
   recomposer.Finish();
   for (const Tagged& t : composed) transform.Emit(t.c, t.change);
+  return absl::OkStatus();
 }
 
 }  // namespace favor::tokenizer

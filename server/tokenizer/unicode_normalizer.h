@@ -20,8 +20,8 @@ class UnicodeNormalizer final : public ChainableNormalizer {
 
   explicit UnicodeNormalizer(Form form) : form_(form) {}
 
-  void Transform(const NormalizedString& in,
-                 NormalizedString* out) const override;
+  absl::Status Transform(const NormalizedString& in,
+                         NormalizedString* out) const override;
 
  private:
   const Form form_;

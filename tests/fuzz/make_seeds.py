@@ -220,6 +220,28 @@ def metaspace_bpe_json():
         ensure_ascii=False)
 
 
+def split_regex_bpe_json():
+    """Llama 3 style: a Split of tiktoken's Regex (Isolated), a Split of a
+    String (MergedWithNext, inverted), then ByteLevel without its own
+    regex; a Regex Replace before NFC in the normalizer. GPT-2's alphabet
+    and byte_level_bpe_json's merges."""
+    llama3 = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+              "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+              "\\s+(?!\\S)|\\s+")
+    file = json.loads(byte_level_bpe_json())
+    file["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+        {"type": "NFC"}]}
+    file["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": llama3},
+         "behavior": "Isolated", "invert": False},
+        {"type": "Split", "pattern": {"String": "ox"},
+         "behavior": "MergedWithNext", "invert": True},
+        {"type": "ByteLevel", "add_prefix_space": False,
+         "trim_offsets": True, "use_regex": False}]}
+    return json.dumps(file, ensure_ascii=False)
+
+
 def unigram_json(folder):
     """XLM-R style (tests/tokenizer/spm_to_tokenizer_json.py) from a tiny
     Unigram model whose normalisation rules are a few lines, so that the
@@ -243,7 +265,7 @@ def unigram_json(folder):
     out = os.path.join(folder, "xlmr.json")
     subprocess.run([sys.executable, os.path.join(
         ROOT, "tests/tokenizer/spm_to_tokenizer_json.py"),
-        prefix + ".model", out], check=True)
+        "--without-whitespace-stages", prefix + ".model", out], check=True)
     with open(out, "rb") as f:
         return f.read()
 
@@ -251,7 +273,8 @@ def unigram_json(folder):
 def tokenizer_seeds():
     files = [(0, "json", TOKENIZER_JSON.encode()), (1, "vocab", VOCAB_TXT.encode()),
              (0, "json_byte_level_bpe", byte_level_bpe_json().encode()),
-             (0, "json_metaspace_bpe", metaspace_bpe_json().encode())]
+             (0, "json_metaspace_bpe", metaspace_bpe_json().encode()),
+             (0, "json_split_regex_bpe", split_regex_bpe_json().encode())]
     with tempfile.TemporaryDirectory() as folder:
         files.append((2, "spm_unigram", train_spm(folder, "unigram")))
         files.append((2, "spm_bpe", train_spm(folder, "bpe")))

@@ -18,7 +18,7 @@ struct Normalized {
 Normalized Normalize(const BertNormalizer::Options& options,
                      const std::string& in, uint32_t offset = 0) {
   NormalizedString out;
-  BertNormalizer(options).Normalize(in, offset, &out);
+  EXPECT_TRUE(BertNormalizer(options).Normalize(in, offset, &out).ok());
   Normalized result{out.text(), {}};
   for (uint32_t i = 0; i < out.text().size(); ++i) {
     const TokenSpan span = out.SourceSpan(i, i + 1);

@@ -43,9 +43,9 @@ TEST(FuzzSeedsTest, TokenizerJsonSeedsLoadAndEncode) {
     EXPECT_TRUE((*tokenizer)->Encode("the fox, café 日本 😀").ok()) << name;
     kinds.insert(name.substr(0, name.rfind('_')));
   }
-  EXPECT_EQ(kinds,
-            (std::set<std::string>{"json", "json_byte_level_bpe",
-                                   "json_metaspace_bpe", "json_unigram"}));
+  EXPECT_EQ(kinds, (std::set<std::string>{
+                       "json", "json_byte_level_bpe", "json_metaspace_bpe",
+                       "json_split_regex_bpe", "json_unigram"}));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -92,6 +93,91 @@ TEST(LoadTokenizerTest, BertProcessingIsTheSameTemplate) {
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_EQ((*tokenizer)->Encode("hello")->ids,
             (std::vector<int32_t>{2, 4, 3}));
+}
+
+// The spans of `text`'s tokens (without [CLS] and [SEP]) with `pre_tokenizer`
+// in place of BertPreTokenizer: with WordPiece, a word not in the
+// vocabulary is one [UNK] spanning the word, so the spans are the words.
+std::vector<std::pair<size_t, size_t>> WordSpans(const std::string& stage,
+                                                 const std::string& text) {
+  nlohmann::json file = nlohmann::json::parse(kTokenizerJson);
+  file["pre_tokenizer"] = nlohmann::json::parse(stage);
+  auto tokenizer = LoadJson(file.dump());
+  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
+  if (!tokenizer.ok()) return {};
+  EncodeOptions options;
+  options.add_special_tokens = false;
+  const auto encoding = (*tokenizer)->Encode(text, options);
+  EXPECT_TRUE(encoding.ok()) << encoding.status();
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const TokenSpan& span : encoding->spans) {
+    spans.push_back({span.begin, span.end});
+  }
+  return spans;
+}
+
+std::string SplitStage(const std::string& behavior, bool regex = false) {
+  return absl::StrCat(R"({"type": "Split", "pattern": {")",
+                      regex ? "Regex\": \"-+\"" : "String\": \"-\"",
+                      R"(}, "behavior": ")", behavior,
+                      R"(", "invert": false})");
+}
+
+// Each behavior as the file names it reaches the pre-tokenizer.
+TEST(LoadTokenizerTest, SplitBehaviorsAsNamed) {
+  using Spans = std::vector<std::pair<size_t, size_t>>;
+  const std::string text = "hello-world--hello";
+  EXPECT_EQ(WordSpans(SplitStage("Removed"), text),
+            (Spans{{0, 5}, {6, 11}, {13, 18}}));
+  EXPECT_EQ(WordSpans(SplitStage("Isolated"), text),
+            (Spans{{0, 5}, {5, 6}, {6, 11}, {11, 12}, {12, 13}, {13, 18}}));
+  EXPECT_EQ(WordSpans(SplitStage("MergedWithPrevious"), text),
+            (Spans{{0, 6}, {6, 12}, {12, 13}, {13, 18}}));
+  EXPECT_EQ(WordSpans(SplitStage("MergedWithNext"), text),
+            (Spans{{0, 5}, {5, 11}, {11, 12}, {12, 18}}));
+  EXPECT_EQ(WordSpans(SplitStage("Contiguous"), text),
+            (Spans{{0, 5}, {5, 6}, {6, 11}, {11, 13}, {13, 18}}));
+  EXPECT_EQ(WordSpans(SplitStage("Isolated", /*regex=*/true), text),
+            (Spans{{0, 5}, {5, 6}, {6, 11}, {11, 13}, {13, 18}}));
+}
+
+// A Regex Replace in the normalizer: offsets still point into the input.
+TEST(LoadTokenizerTest, RegexReplaceKeepsInputOffsets) {
+  nlohmann::json file = nlohmann::json::parse(kTokenizerJson);
+  file["normalizer"] = nlohmann::json::parse(
+      R"({"type": "Replace", "pattern": {"Regex": "-{2,}"}, "content": " "})");
+  auto tokenizer = LoadJson(file.dump());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const auto encoding = (*tokenizer)->Encode("hello---world");
+  ASSERT_TRUE(encoding.ok());
+  EXPECT_EQ(encoding->ids, (std::vector<int32_t>{2, 4, 5, 3}));
+  EXPECT_EQ(encoding->spans[2].begin, 8u);
+  EXPECT_EQ(encoding->spans[2].end, 13u);
+}
+
+TEST(LoadTokenizerTest, BadPatternsAndSplitFieldsAreRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Removed",
+          "invert": false})",
+       "Regex pattern \"(a\" does not compile: missing closing parenthesis"},
+      {R"({"type": "Split", "pattern": {"String": "-"}, "behavior": "Merged",
+          "invert": false})",
+       "behavior 'Merged' is not one of"},
+      {R"({"type": "Split", "pattern": {"String": "-"}, "behavior": "Removed"})",
+       "\"behavior\" and \"invert\" are required"},
+      {R"({"type": "Split", "pattern": {"Glob": "-"}, "behavior": "Removed",
+          "invert": false})",
+       "\"pattern\" must be"},
+  };
+  for (const auto& [stage, message] : cases) {
+    nlohmann::json file = nlohmann::json::parse(kTokenizerJson);
+    file["pre_tokenizer"] = nlohmann::json::parse(stage);
+    const absl::Status status = LoadJson(file.dump()).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), HasSubstr(message));
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("pre_tokenizer (Split)"));
+  }
 }
 
 TEST(LoadTokenizerTest, MissingFileIsNotFound) {
@@ -231,8 +317,10 @@ TEST(LoadTokenizerTest, AHugeTokenizerJsonIsRefusedWhileItIsParsed) {
   ASSERT_EQ(MaxTokenizerJsonValues(SIZE_MAX / 2), SIZE_MAX);
   constexpr int kEntries = 1100000;
   std::string vocab;
-  for (int i = 7; i < kEntries; ++i) absl::StrAppend(&vocab, ", \"t", i, "\": ", i);
-  const std::string json = Edit(R"("##s": 6)", absl::StrCat(R"("##s": 6)", vocab));
+  for (int i = 7; i < kEntries; ++i)
+    absl::StrAppend(&vocab, ", \"t", i, "\": ", i);
+  const std::string json =
+      Edit(R"("##s": 6)", absl::StrCat(R"("##s": 6)", vocab));
   TokenizerSpec spec;
   spec.path = WriteFile("tokenizer.json", json);
   spec.max_vocab_size = 1;

