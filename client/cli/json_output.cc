@@ -19,6 +19,10 @@ const char* PoolingName(Pooling pooling) {
       return "attention";
     case Pooling::kNone:
       return "none";
+    case Pooling::kMax:
+      return "max";
+    case Pooling::kLastToken:
+      return "last_token";
   }
   return "unknown";
 }

@@ -74,7 +74,7 @@ ABSL_FLAG(int64_t, chunk_overlap_tokens, 0,
           "embed: tokens shared by consecutive windows with "
           "--truncation=chunk");
 ABSL_FLAG(std::string, pooling, "default",
-          "embed: default, mean, cls, attention or none");
+          "embed: default, mean, cls, attention, none, max or last_token");
 ABSL_FLAG(std::string, normalization, "default", "embed: default, none or l2");
 ABSL_FLAG(std::string, truncation, "none",
           "embed: none (refuse long inputs), left, right or chunk (embed "
@@ -221,7 +221,9 @@ absl::StatusOr<favor::EmbedOptions> EmbedOptionsFromFlags() {
                             {"mean", Pooling::kMean},
                             {"cls", Pooling::kCls},
                             {"attention", Pooling::kAttention},
-                            {"none", Pooling::kNone}});
+                            {"none", Pooling::kNone},
+                            {"max", Pooling::kMax},
+                            {"last_token", Pooling::kLastToken}});
   if (!pooling.ok()) return pooling.status();
   options.pooling = *pooling;
   absl::StatusOr<Normalization> normalization = ParseChoice<Normalization>(

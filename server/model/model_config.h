@@ -63,7 +63,9 @@ enum class BlockType {
                     // then the tokens attend to the result
 };
 // How a sequence's output vectors become one embedding.
-enum class Pooling { kMean, kCls, kAttention, kNone };
+// kMax is the per-feature maximum over the vectors, kLastToken the last
+// vector (sentence-transformers' max and lasttoken).
+enum class Pooling { kMean, kCls, kAttention, kNone, kMax, kLastToken };
 // How a vocab.txt tokenizer strips accents (Hugging Face's strip_accents:
 // null, true, false).
 enum class AccentStripping { kAsLowercase, kStrip, kKeep };

@@ -59,7 +59,9 @@ inline constexpr EnumName<Pooling> kPoolingNames[] = {
     {Pooling::kMean, "mean"},
     {Pooling::kCls, "cls"},
     {Pooling::kAttention, "attention"},
-    {Pooling::kNone, "none"}};
+    {Pooling::kNone, "none"},
+    {Pooling::kMax, "max"},
+    {Pooling::kLastToken, "last_token"}};
 inline constexpr EnumName<AccentStripping> kAccentStrippingNames[] = {
     {AccentStripping::kAsLowercase, "as_lowercase"},
     {AccentStripping::kStrip, "strip"},

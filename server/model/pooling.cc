@@ -57,6 +57,12 @@ PackedVectors Pool(const PackedVectors& vectors, Pooling pooling,
       case Pooling::kCls:
         out.copy_(rows[0]);
         break;
+      case Pooling::kMax:  // exact in any dtype
+        out.copy_(rows.amax(0));
+        break;
+      case Pooling::kLastToken:
+        out.copy_(rows[rows.size(0) - 1]);
+        break;
       case Pooling::kAttention:
         out.copy_(AttentionPool(rows.to(at::kFloat), q));
         break;

@@ -7,10 +7,12 @@
 namespace favor::service {
 
 ChunkGather::ChunkGather(std::shared_ptr<EmbedGather> gather, int index,
-                         std::vector<int64_t> window_tokens)
+                         std::vector<int64_t> window_tokens,
+                         model::Pooling pooling)
     : gather_(std::move(gather)),
       index_(index),
       window_tokens_(std::move(window_tokens)),
+      pooling_(pooling),
       remaining_(static_cast<int>(window_tokens_.size())) {}
 
 void ChunkGather::WindowDone(int window, const EmbedWork& work,
@@ -23,11 +25,7 @@ void ChunkGather::WindowDone(int window, const EmbedWork& work,
       first_failure = true;
     }
     if (status.ok() && status_.ok()) {
-      weighted_sum_.resize(work.pooled.size(), 0.0);
-      const double weight = static_cast<double>(window_tokens_[window]);
-      for (size_t c = 0; c < work.pooled.size(); ++c) {
-        weighted_sum_[c] += weight * work.pooled[c];
-      }
+      Combine(window, work.pooled);
       queue_time_ = std::max(queue_time_, work.queue_time);
       compute_time_ = std::max(compute_time_, work.compute_time);
     }
@@ -36,6 +34,27 @@ void ChunkGather::WindowDone(int window, const EmbedWork& work,
   // computed for nothing before the failure is answered.
   if (first_failure) gather_->CancelTheRest();
   Release(1);
+}
+
+void ChunkGather::Combine(int window, const std::vector<float>& pooled) {
+  const bool first = weighted_sum_.empty();
+  weighted_sum_.resize(pooled.size(), 0.0);
+  const double weight = static_cast<double>(window_tokens_[window]);
+  for (size_t c = 0; c < pooled.size(); ++c) {
+    switch (pooling_) {
+      case model::Pooling::kMax:
+        weighted_sum_[c] =
+            first ? pooled[c] : std::max<double>(weighted_sum_[c], pooled[c]);
+        break;
+      case model::Pooling::kLastToken:
+        if (window + 1 == static_cast<int>(window_tokens_.size())) {
+          weighted_sum_[c] = pooled[c];
+        }
+        break;
+      default:
+        weighted_sum_[c] += weight * pooled[c];
+    }
+  }
 }
 
 void ChunkGather::Release(int count) {
@@ -47,8 +66,13 @@ void ChunkGather::Release(int count) {
     remaining_ -= count;
     if (remaining_ > 0) return;
     status = status_;
-    const double tokens = static_cast<double>(std::accumulate(
-        window_tokens_.begin(), window_tokens_.end(), int64_t{0}));
+    // Only the weighted sum is divided.
+    const bool averaged = pooling_ != model::Pooling::kMax &&
+                          pooling_ != model::Pooling::kLastToken;
+    const double tokens =
+        averaged ? static_cast<double>(std::accumulate(
+                       window_tokens_.begin(), window_tokens_.end(), int64_t{0}))
+                 : 1.0;
     combined.pooled.reserve(weighted_sum_.size());
     for (const double sum : weighted_sum_) {
       combined.pooled.push_back(static_cast<float>(sum / tokens));

@@ -74,8 +74,8 @@ class CallEnqueuer {
     for (int w = 0; w < num_windows; ++w) {
       sizes[w] = input.window_offsets[w + 1] - input.window_offsets[w];
     }
-    auto chunks =
-        std::make_shared<ChunkGather>(gather_, index, std::move(sizes));
+    auto chunks = std::make_shared<ChunkGather>(
+        gather_, index, std::move(sizes), call_.options.pooling);
     for (int w = 0; w < num_windows; ++w) {
       auto work = std::make_shared<EmbedWork>();
       work->token_ids.assign(

@@ -191,6 +191,10 @@ absl::StatusOr<model::Pooling> ResolvePooling(
       return model::Pooling::kCls;
     case v1::POOLING_NONE:
       return model::Pooling::kNone;
+    case v1::POOLING_MAX:
+      return model::Pooling::kMax;
+    case v1::POOLING_LAST_TOKEN:
+      return model::Pooling::kLastToken;
     case v1::POOLING_ATTENTION:
       if (model.has_attention_pooling) return model::Pooling::kAttention;
       return absl::InvalidArgumentError(absl::StrCat(

@@ -19,6 +19,10 @@ v1::Pooling PoolingOf(model::Pooling pooling) {
       return v1::POOLING_ATTENTION;
     case model::Pooling::kNone:
       return v1::POOLING_NONE;
+    case model::Pooling::kMax:
+      return v1::POOLING_MAX;
+    case model::Pooling::kLastToken:
+      return v1::POOLING_LAST_TOKEN;
   }
   return v1::POOLING_UNSPECIFIED;
 }

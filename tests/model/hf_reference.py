@@ -129,6 +129,7 @@ CASES = {
                    "mlp_fc2_bias": False, "type_vocab_size": 2},
         "class": "NomicBertModel", "prefix": "",
         "overlay": {"max_sequence_length": 200},
+        "sentence_transformers": {"pooling": "max", "normalize": False},
         "lengths": [3, 120, 200],
     },
     "nomic_bert_task_geglu": {
@@ -142,6 +143,7 @@ CASES = {
                    "mlp_fc2_bias": True, "type_vocab_size": 0},
         "class": "NomicBertForPreTraining", "runs_as": "NomicBertModel",
         "prefix": "bert.",
+        "sentence_transformers": {"pooling": "lasttoken", "normalize": True},
         "head": {"cls.predictions.transform.dense.weight": (32, 32),
                  "cls.predictions.transform.dense.bias": (32,),
                  "cls.predictions.transform.layer_norm.weight": (32,),
@@ -339,7 +341,9 @@ def run_case(name, case, output):
     write_json(os.path.join(output, "expected", name + ".json"), {
         # What Favor runs: the base model under the task class.
         "architecture": case.get("runs_as", case["class"]),
-        "pooling": pooling, "normalize": normalize,
+        # Favor's name for sentence-transformers' mode.
+        "pooling": {"lasttoken": "last_token"}.get(pooling, pooling),
+        "normalize": normalize,
         "kernel": case.get("overlay", {}).get("attention", {}).get(
             "kernel", "softmax"),
         "max_sequence_length": limit,

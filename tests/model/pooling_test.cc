@@ -31,13 +31,24 @@ TEST_F(ModelTest, PoolingsFollowTheirDefinitions) {
   const Embeddings mean = Alone(*model, ids, options);
   options.pooling = Pooling::kCls;
   const Embeddings cls = Alone(*model, ids, options);
-  std::vector<float> want(32, 0.0f);
+  options.pooling = Pooling::kMax;
+  const Embeddings max = Alone(*model, ids, options);
+  options.pooling = Pooling::kLastToken;
+  const Embeddings last = Alone(*model, ids, options);
+  std::vector<float> want(32, 0.0f), want_max(32, -INFINITY);
   for (int64_t r = 0; r < 20; ++r) {
-    for (int c = 0; c < 32; ++c) want[c] += tokens.Row(r)[c] / 20;
+    for (int c = 0; c < 32; ++c) {
+      want[c] += tokens.Row(r)[c] / 20;
+      want_max[c] = std::max(want_max[c], tokens.Row(r)[c]);
+    }
   }
   EXPECT_LE(RelativeError(mean.Row(0), want), 1e-5);
-  EXPECT_EQ(std::vector<float>(cls.Row(0).begin(), cls.Row(0).end()),
-            std::vector<float>(tokens.Row(0).begin(), tokens.Row(0).end()));
+  const auto row = [](const Embeddings& e, int64_t r) {
+    return std::vector<float>(e.Row(r).begin(), e.Row(r).end());
+  };
+  EXPECT_EQ(row(cls, 0), row(tokens, 0));
+  EXPECT_EQ(row(max, 0), want_max);
+  EXPECT_EQ(row(last, 0), row(tokens, 19));
 }
 
 // α = softmax(q · y / √H) over the tokens, with q read from the file.

@@ -66,6 +66,27 @@ TEST_F(ChunkGatherTest, WindowsArePooledByTheirTokenCounts) {
   EXPECT_EQ(response_.timing().queue_time_micros(), 7000);
 }
 
+TEST_F(ChunkGatherTest, MaxPoolingTakesTheWindowsMaximum) {
+  ChunkGather chunks(gather_, 0, {4, 2, 3}, model::Pooling::kMax);
+  chunks.WindowDone(2, Pooled({-5, -1}, absl::Milliseconds(1)),
+                    absl::OkStatus());
+  chunks.WindowDone(0, Pooled({-2, -7}, absl::Milliseconds(1)),
+                    absl::OkStatus());
+  chunks.WindowDone(1, Pooled({-3, -4}, absl::Milliseconds(1)),
+                    absl::OkStatus());
+  ASSERT_TRUE(answer_.has_value() && answer_->ok());
+  EXPECT_THAT(response_.embeddings(0).values(), ElementsAre(-2, -1));
+}
+
+TEST_F(ChunkGatherTest, LastTokenPoolingTakesTheLastWindows) {
+  ChunkGather chunks(gather_, 0, {4, 2, 3}, model::Pooling::kLastToken);
+  chunks.WindowDone(2, Pooled({5, 6}, absl::Milliseconds(1)), absl::OkStatus());
+  chunks.WindowDone(0, Pooled({1, 2}, absl::Milliseconds(1)), absl::OkStatus());
+  chunks.WindowDone(1, Pooled({3, 4}, absl::Milliseconds(1)), absl::OkStatus());
+  ASSERT_TRUE(answer_.has_value() && answer_->ok());
+  EXPECT_THAT(response_.embeddings(0).values(), ElementsAre(5, 6));
+}
+
 TEST_F(ChunkGatherTest, OneFailedWindowFailsTheInput) {
   ChunkGather chunks(gather_, 0, {4, 4, 4});
   chunks.WindowDone(0, Pooled({1, 2}, absl::ZeroDuration()), absl::OkStatus());

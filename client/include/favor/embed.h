@@ -78,6 +78,10 @@ enum class Pooling {
   kAttention = 3,
   // No pooled embedding, only Embedding.token_embeddings.
   kNone = 4,
+  // The per-feature maximum of the output vectors.
+  kMax = 5,
+  // The last output vector.
+  kLastToken = 6,
 };
 
 // Whether output vectors are L2-normalised.

@@ -70,10 +70,10 @@ absl::StatusOr<Pooling> PoolingOf(const std::string& source,
   };
   const Mode modes[] = {{"pooling_mode_cls_token", Pooling::kCls},
                         {"pooling_mode_mean_tokens", Pooling::kMean},
-                        {"pooling_mode_max_tokens", std::nullopt},
+                        {"pooling_mode_max_tokens", Pooling::kMax},
                         {"pooling_mode_mean_sqrt_len_tokens", std::nullopt},
                         {"pooling_mode_weightedmean_tokens", std::nullopt},
-                        {"pooling_mode_lasttoken", std::nullopt}};
+                        {"pooling_mode_lasttoken", Pooling::kLastToken}};
   std::vector<const Mode*> chosen;
   for (const Mode& mode : modes) {
     const auto value = config.find(mode.key);
@@ -84,8 +84,9 @@ absl::StatusOr<Pooling> PoolingOf(const std::string& source,
   if (chosen.size() != 1 || !chosen[0]->pooling.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
         source,
-        ": Favor pools with exactly one of pooling_mode_cls_token and "
-        "pooling_mode_mean_tokens; this asks for ",
+        ": Favor pools with exactly one of pooling_mode_cls_token, "
+        "pooling_mode_mean_tokens, pooling_mode_max_tokens and "
+        "pooling_mode_lasttoken; this asks for ",
         chosen.empty() ? "none" : chosen[0]->key,
         chosen.size() > 1 ? " and more" : ""));
   }
