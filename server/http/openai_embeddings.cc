@@ -131,6 +131,7 @@ absl::StatusOr<EmbeddingsCall> ParseEmbeddingsRequest(
   RETURN_IF_ERROR(AddInputs(parsed.input(), &call.request));
   call.request.set_model(parsed.model());
   call.request.set_dimensions(parsed.dimensions());
+  call.request.set_prompt_name(parsed.prompt_name());
   if (parsed.encoding_format() == "base64") {
     call.base64 = true;
   } else if (!parsed.encoding_format().empty() &&

@@ -221,6 +221,8 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
   ModelDescription description =
       Describe(directory, config, options, device, loaded);
   description.tokenizer = std::move(tokenizer);
+  description.prompts = std::move(folder.prompts);
+  description.default_prompt_name = std::move(folder.default_prompt_name);
   Encoder encoder(std::move(config), std::move(loaded.weights),
                   std::move(encoder_options));
   return std::make_unique<TorchModel>(std::move(description),

@@ -21,6 +21,7 @@
 #define FAVOR_SERVER_MODEL_MODEL_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -158,6 +159,11 @@ struct ModelDescription {
   // What a batch costs in memory (memory_estimate.h): the shape, dtype,
   // limits and threads the model runs with.
   MemoryProfile memory;
+  // sentence-transformers' prompts (config_sentence_transformers.json):
+  // name → the text put before a text input, and the one applied when a
+  // request names none ("" for none).
+  std::map<std::string, std::string> prompts;
+  std::string default_prompt_name;
 };
 
 // Checks a packed batch against a model's limits without computing:

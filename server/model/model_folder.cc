@@ -108,6 +108,8 @@ absl::StatusOr<ModelFolder> ReadHuggingFace(const std::string& directory,
   RETURN_IF_ERROR(ChooseTokenizer(directory, &folder.config, &folder.files));
   RETURN_IF_ERROR(hf::ApplySentenceTransformers(directory, &folder.config,
                                                 &folder.files));
+  RETURN_IF_ERROR(hf::ReadPrompts(directory, &folder.prompts,
+                                  &folder.default_prompt_name, &folder.files));
   absl::Status valid = ValidateModelConfig(folder.config);
   if (!valid.ok()) {
     return absl::InvalidArgumentError(

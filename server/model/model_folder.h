@@ -18,6 +18,7 @@
 #ifndef FAVOR_SERVER_MODEL_MODEL_FOLDER_H_
 #define FAVOR_SERVER_MODEL_MODEL_FOLDER_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct ModelFolder {
   std::vector<TensorAlias> aliases;
   // Where the encoder's tensors are (hf_architecture.h).
   std::vector<std::string> encoder_roots = {"embeddings.", "encoder."};
+  // sentence-transformers' prompts and default prompt name
+  // (config_sentence_transformers.json); Hugging Face folders only.
+  std::map<std::string, std::string> prompts;
+  std::string default_prompt_name;
   // The files the model is made from, relative to the folder, sorted: what
   // its revision hashes (model_fingerprint.h).
   std::vector<std::string> files;

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
+#include "server/tokenizer/unicode.h"
 
 namespace favor::service {
 namespace {
@@ -152,6 +153,11 @@ absl::StatusOr<PreparedInput> PrepareTokenIdInput(
     int index, const v1::EmbedInput& input, const ResolvedEmbedOptions& options,
     const EmbedLimits& limits) {
   RETURN_IF_ERROR(CheckTokenIds(index, input, limits.vocab_size));
+  if (options.prompt_named) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inputs[", index, "] holds token ids: prompt_name applies to text "
+        "inputs (put the prompt's tokens in the ids instead)"));
+  }
   const auto& ids = input.token_ids();
   const int64_t length = ids.size();
   PreparedInput prepared;
@@ -245,9 +251,19 @@ absl::StatusOr<PreparedInput> PrepareTextInput(
       static_cast<int64_t>(tokenizer.num_added_special_tokens());
   RETURN_IF_ERROR(CheckRoomForText(special, options, limits));
   const int64_t room = limits.max_tokens_per_input - special;
+  // The prompt goes before the text and is tokenised with it; spans, byte
+  // ranges of the text, move by its length. The text is checked alone
+  // first, so that an invalid byte's offset is the text's.
+  const int64_t shift = static_cast<int64_t>(options.prompt.size());
+  if (shift > 0) {
+    RETURN_IF_ERROR(tokenizer::ValidateUtf8(
+        input.text(), absl::StrCat("inputs[", index, "].text")));
+  }
   ASSIGN_OR_RETURN(
       const Encoding content,
-      EncodeContent(index, input.text(), tokenizer, options, limits, room));
+      EncodeContent(index, shift > 0 ? options.prompt + input.text()
+                                     : input.text(),
+                    tokenizer, options, limits, room));
   const int64_t dropped = static_cast<int64_t>(content.num_truncated_tokens);
   const int64_t length = static_cast<int64_t>(content.size()) + dropped;
   if (length == 0 && special == 0) {
@@ -279,8 +295,8 @@ absl::StatusOr<PreparedInput> PrepareTextInput(
   prepared.token_ids = framed.ids;
   prepared.num_truncated_tokens = dropped;
   for (int j = 0; j < input.spans_size(); ++j) {
-    const TokenRange tokens =
-        TokensOfBytes(framed, input.spans(j).begin(), input.spans(j).end());
+    const TokenRange tokens = TokensOfBytes(
+        framed, input.spans(j).begin() + shift, input.spans(j).end() + shift);
     if (tokens.size() == 0) return SpanCoversNoToken(index, j, input.spans(j));
     prepared.spans.push_back(tokens);
   }

@@ -5,6 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/common/json_parse.h"
 #include "server/common/status_macros.h"
 
 namespace favor::service {
@@ -274,6 +276,27 @@ absl::Status CheckSizes(const v1::EmbedRequest& request,
   return absl::OkStatus();
 }
 
+// The prompt's text: the request's prompt_name, else the model's default.
+absl::Status ResolvePrompt(const v1::EmbedRequest& request,
+                           const model::ModelDescription& model,
+                           ResolvedEmbedOptions* resolved) {
+  resolved->prompt_named = !request.prompt_name().empty();
+  const std::string& name = resolved->prompt_named ? request.prompt_name()
+                                                   : model.default_prompt_name;
+  if (name.empty()) return absl::OkStatus();
+  const auto prompt = model.prompts.find(name);
+  if (prompt == model.prompts.end()) {
+    std::vector<std::string> names;
+    for (const auto& [known, text] : model.prompts) names.push_back(known);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt_name ", Quote(name, 100), " is not one of model '", model.name,
+        "''s prompts (",
+        names.empty() ? "it has none" : absl::StrJoin(names, ", "), ")"));
+  }
+  resolved->prompt = prompt->second;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ResolvedEmbedOptions> ResolveEmbedOptions(
@@ -296,6 +319,7 @@ absl::StatusOr<ResolvedEmbedOptions> ResolveEmbedOptions(
   RETURN_IF_ERROR(CheckSizes(request, model, limits));
   resolved.dimensions = request.dimensions();
   resolved.chunk_overlap_tokens = request.chunk_overlap_tokens();
+  RETURN_IF_ERROR(ResolvePrompt(request, model, &resolved));
   return resolved;
 }
 

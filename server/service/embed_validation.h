@@ -40,6 +40,10 @@ struct ResolvedEmbedOptions {
   // TRUNCATION_NONE, _LEFT, _RIGHT or _CHUNK (UNSPECIFIED resolved).
   v1::Truncation truncation = v1::TRUNCATION_NONE;
   int64_t chunk_overlap_tokens = 0;
+  // The text put before each text input (the request's prompt_name, else
+  // the model's default prompt); whether the request named it.
+  std::string prompt;
+  bool prompt_named = false;
 };
 
 // `call_limits`' call-wide limits, with the model's own (max_tokens_per_input

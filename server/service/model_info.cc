@@ -87,6 +87,10 @@ void FillConfig(const model::ModelDescription& model, v1::ModelConfig* out) {
   out->set_mask_token_id(config.mask_token_id);
   out->set_config_json(model::ModelConfigToJson(config));
   FillTokenizer(model, out->mutable_tokenizer());
+  for (const auto& [name, text] : model.prompts) {
+    (*out->mutable_prompts())[name] = text;
+  }
+  out->set_default_prompt_name(model.default_prompt_name);
 }
 
 }  // namespace

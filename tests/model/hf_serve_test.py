@@ -14,6 +14,10 @@ favor-server on the repository and checks, over HTTP:
   equals the float64 reference (tests/model/hf/) run on the token ids that
   Favor's own Tokenize gives for the text, to 1e-5 relative; usage counts
   those tokens;
+- nomic-embed's sentence-transformers prompts: /v1/embeddings with
+  prompt_name "search_query" equals the reference on Tokenize's ids of
+  the prompt and the text together, usage counting the prompt's tokens,
+  and GetModel lists the prompts;
 - GetModel lists the architecture's limits, and the broken folder's
   GetModel says that it failed to load, naming tokenizer.json and the
   vocabulary, while the others keep serving.
@@ -39,6 +43,8 @@ sys.path.insert(0, HERE)
 import hf_reference  # noqa: E402
 from hf import sentence_transformers as st  # noqa: E402
 
+PROMPTS = {"search_query": "search_query: ",
+           "search_document": "search_document: "}
 TEXTS = ["Hello world!", "Favor reads Hugging Face folders as they are.",
          "naïve café – 東京 🙂"]
 
@@ -98,6 +104,11 @@ def build_folder(repository, name, case_name, tokenizer_path, vocab=None):
     folder = os.path.join(repository, name)
     hf_reference.write_folder(folder, case, config, weights, generator)
     shutil.copy(tokenizer_path, os.path.join(folder, "tokenizer.json"))
+    if case["module"] is hf_reference.nomic_bert:
+        hf_reference.write_json(
+            os.path.join(folder, "config_sentence_transformers.json"),
+            {"prompts": PROMPTS, "default_prompt_name": None,
+             "similarity_fn_name": "cosine"})
     return case, config, weights
 
 
@@ -111,6 +122,32 @@ def expected_embedding(case, config, weights, ids):
 def relative_error(actual, expected):
     actual = torch.tensor(actual, dtype=torch.float64)
     return float((actual - expected).abs().max() / expected.abs().max())
+
+
+def check_prompt(port, name, built):
+    case, config, weights = built
+    prompt = PROMPTS["search_query"]
+    status, tokenized = http(port, "/v1/favor/Tokenize",
+                             {"model": name, "texts": [prompt + t for t in TEXTS]})
+    assert status == 200, (name, status, tokenized)
+    status, answer = http(port, "/v1/embeddings",
+                          {"model": name, "input": TEXTS,
+                           "prompt_name": "search_query",
+                           "encoding_format": "float"})
+    assert status == 200, (name, status, answer)
+    tokens, worst = 0, 0.0
+    for item, data in zip(tokenized["texts"], answer["data"]):
+        ids = [int(i) for i in item["ids"]]
+        tokens += len(ids)
+        worst = max(worst, relative_error(
+            data["embedding"], expected_embedding(case, config, weights, ids)))
+    assert worst <= 1e-5, f"{name} with a prompt: off by {worst:.2e}"
+    assert answer["usage"]["prompt_tokens"] == tokens, (answer["usage"], tokens)
+    status, refused = http(port, "/v1/embeddings",
+                           {"model": name, "input": TEXTS, "prompt_name": "x"})
+    assert status == 400 and "search_query" in json.dumps(refused), refused
+    print(f"ok {name} prompt_name: {tokens} tokens with the prompt, worst "
+          f"relative error {worst:.2e}; an unknown name is a 400")
 
 
 def wait_healthy(port, server):
@@ -147,6 +184,9 @@ def check_model(port, name, built):
     assert answer["usage"]["prompt_tokens"] == tokens, (name, answer["usage"])
     status, model = http(port, "/v1/favor/GetModel", {"model": name})
     assert status == 200, (name, status, model)
+    if case["module"] is hf_reference.nomic_bert:
+        assert model["model"]["config"]["prompts"] == PROMPTS, model
+        check_prompt(port, name, built)
     print(f"ok {name}: {len(TEXTS)} texts, {tokens} tokens, worst relative "
           f"error {worst:.2e}")
 

@@ -192,6 +192,47 @@ TEST_F(ModelFolderTest, PoolingsFavorDoesNotRunAreRefusedByName) {
               HasSubstr("pooling_mode_weightedmean_tokens"));
 }
 
+TEST_F(ModelFolderTest, PromptsComeFromConfigSentenceTransformers) {
+  Write("config.json", Bert());
+  Write("config_sentence_transformers.json",
+        Json{{"prompts", {{"search_query", "search_query: "},
+                          {"search_document", "search_document: "}}},
+             {"default_prompt_name", "search_document"},
+             {"similarity_fn_name", "cosine"}});
+  auto folder = Read();
+  ASSERT_TRUE(folder.ok()) << folder.status();
+  EXPECT_THAT(folder->prompts,
+              UnorderedElementsAre(
+                  ::testing::Pair("search_query", "search_query: "),
+                  ::testing::Pair("search_document", "search_document: ")));
+  EXPECT_EQ(folder->default_prompt_name, "search_document");
+  EXPECT_THAT(folder->files,
+              ElementsAre("config.json", "config_sentence_transformers.json",
+                          "model.safetensors"));
+  // A default that is not among them, a prompt that is not text.
+  Write("config_sentence_transformers.json",
+        Json{{"prompts", {{"q", "q: "}}}, {"default_prompt_name", "d"}});
+  EXPECT_THAT(std::string(Read().status().message()),
+              HasSubstr("\"default_prompt_name\" must name one of"));
+  Write("config_sentence_transformers.json", Json{{"prompts", {{"q", 3}}}});
+  EXPECT_THAT(std::string(Read().status().message()),
+              HasSubstr("prompt 'q' must be a string"));
+  Write("config_sentence_transformers.json",
+        std::string("{\"prompts\": {\"q\": \"\xff\"}}"));
+  EXPECT_THAT(std::string(Read().status().message()),
+              HasSubstr("config_sentence_transformers.json"));
+}
+
+TEST_F(ModelFolderTest, PoolingWithoutThePromptIsRefused) {
+  Write("config.json", Bert());
+  WriteSentenceTransformers({{"pooling_mode_mean_tokens", true},
+                             {"include_prompt", false}},
+                            /*normalize=*/false);
+  auto folder = Read();
+  ASSERT_FALSE(folder.ok());
+  EXPECT_THAT(folder.status().message(), HasSubstr("include_prompt"));
+}
+
 TEST_F(ModelFolderTest, ModulesFavorDoesNotRunAreRefusedByName) {
   Write("config.json", Bert());
   WriteSentenceTransformers({{"pooling_mode_mean_tokens", true}},

@@ -470,6 +470,66 @@ TEST_F(TextServiceTest, TokenizeAnswersAtMostACallsTokens) {
                         "have (max_tokens_per_call)"));
 }
 
+// sentence-transformers' prompts: the named one (else the model's default)
+// goes before each text, tokenised with it and counted; spans, byte
+// ranges of the text, stay on their words; an unknown name, or a name with
+// token-id inputs, is refused; GetModel lists them.
+TEST_F(TextServiceTest, PromptsGoBeforeTheTextAndAreCounted) {
+  model_.set_prompts({{"query", "the mat . "}, {"doc", "sat "}}, "doc");
+  Start();
+  const auto embed = [&](v1::EmbedRequest request) {
+    v1::EmbedResponse response;
+    EXPECT_TRUE(CallEmbed(server_->stub(), request, &response).ok());
+    return response;
+  };
+  // [CLS] the mat . the cat [SEP]: the prompt's tokens and the text's.
+  v1::EmbedRequest named = EmbedTexts({"the cat"});
+  named.set_prompt_name("query");
+  const v1::EmbedResponse with = embed(named);
+  EXPECT_THAT(with.embeddings(0).values(), ElementsAre(41, 7, 2, 1));
+  EXPECT_EQ(with.num_tokens(), 7);
+  // The model's default when none is named: [CLS] sat the cat [SEP].
+  const v1::EmbedResponse by_default = embed(EmbedTexts({"the cat"}));
+  EXPECT_THAT(by_default.embeddings(0).values(), ElementsAre(23, 5, 2, 1));
+  EXPECT_EQ(by_default.num_tokens(), 5);
+  // A span over "cat" (bytes 4 to 7 of the text) is the token "cat".
+  v1::EmbedRequest spans = EmbedTexts({"the cat"});
+  spans.set_prompt_name("query");
+  AddSpan(spans.mutable_inputs(0), 4, 7);
+  const v1::EmbedResponse spanned = embed(spans);
+  ASSERT_EQ(spanned.embeddings(0).spans_size(), 1);
+  EXPECT_THAT(spanned.embeddings(0).spans(0).values(),
+              ElementsAre(6, 5, 0, 0));
+
+  v1::EmbedRequest unknown = EmbedTexts({"the cat"});
+  unknown.set_prompt_name("passage");
+  grpc::Status status = CallEmbed(server_->stub(), unknown);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("prompt_name 'passage' is not one of model 'fake''s "
+                        "prompts (doc, query)"));
+  v1::EmbedRequest ids;
+  ids.add_inputs()->add_token_ids(5);
+  ids.set_prompt_name("query");
+  status = CallEmbed(server_->stub(), ids);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("prompt_name applies to text"));
+  // Token ids under a default prompt are the client's own: as they are.
+  v1::EmbedRequest plain_ids;
+  plain_ids.add_inputs()->add_token_ids(5);
+  EXPECT_THAT(embed(plain_ids).embeddings(0).values(), ElementsAre(5, 1, 5, 1));
+
+  grpc::ClientContext context;
+  v1::GetModelResponse model;
+  ASSERT_TRUE(
+      server_->stub().GetModel(&context, v1::GetModelRequest(), &model).ok());
+  EXPECT_THAT(model.model().config().prompts(),
+              ::testing::UnorderedElementsAre(
+                  ::testing::Pair("query", "the mat . "),
+                  ::testing::Pair("doc", "sat ")));
+  EXPECT_EQ(model.model().config().default_prompt_name(), "doc");
+}
+
 TEST_F(TextServiceTest, GetModelReportsTheTokenizerAndTheTextLimits) {
   FavorService::Options options;
   options.max_text_bytes_per_call = 1000;

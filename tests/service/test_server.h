@@ -5,6 +5,7 @@
 #define FAVOR_TESTS_SERVICE_TEST_SERVER_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,14 @@ class FakeModel final : public model::Model {
                      std::string file = "vocab.txt") {
     description_.tokenizer = std::move(tokenizer);
     description_.config.tokenizer.file = std::move(file);
+  }
+
+  // sentence-transformers' prompts, as a Hugging Face folder's would be.
+  // Before the service starts.
+  void set_prompts(std::map<std::string, std::string> prompts,
+                   std::string default_prompt_name = "") {
+    description_.prompts = std::move(prompts);
+    description_.default_prompt_name = std::move(default_prompt_name);
   }
 
   void Hold();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/json_parse.h"
 #include "server/common/status_macros.h"
+#include "server/tokenizer/unicode.h"
 
 namespace favor::model::hf {
 namespace {
@@ -101,6 +102,13 @@ absl::Status ApplyPooling(const std::string& directory, const Module& module,
   ASSIGN_OR_RETURN(const std::string text, ReadConfigText(source));
   ASSIGN_OR_RETURN(const Json pooling, ParseJsonObject(text, source));
   ASSIGN_OR_RETURN(config->pooling, PoolingOf(source, pooling));
+  const auto include_prompt = pooling.find("include_prompt");
+  if (include_prompt != pooling.end() && include_prompt->is_boolean() &&
+      !include_prompt->get<bool>()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": include_prompt is false; Favor pools over the prompt's "
+                "tokens too (leaving them out is not implemented)"));
+  }
   files->push_back(relative);
   return absl::OkStatus();
 }
@@ -128,7 +136,53 @@ absl::Status ApplyMaxSeqLength(const std::string& directory,
   return absl::OkStatus();
 }
 
+// The longest prompt accepted, in bytes: prompts are short instructions.
+constexpr size_t kMaxPromptBytes = 4096;
+
 }  // namespace
+
+absl::Status ReadPrompts(const std::string& directory,
+                         std::map<std::string, std::string>* prompts,
+                         std::string* default_prompt_name,
+                         std::vector<std::string>* files) {
+  const std::string relative = "config_sentence_transformers.json";
+  const std::string source = directory + "/" + relative;
+  if (!Exists(source)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::string text, ReadConfigText(source));
+  ASSIGN_OR_RETURN(const Json settings, ParseJsonObject(text, source));
+  files->push_back(relative);
+  const auto listed = settings.find("prompts");
+  if (listed != settings.end() && !listed->is_null()) {
+    if (!listed->is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": \"prompts\" must be an object of name to "
+                               "text, got ",
+                       DescribeJson(*listed)));
+    }
+    for (const auto& [name, prompt] : listed->items()) {
+      if (!prompt.is_string() || prompt.get_ref<const std::string&>().size() >
+                                     kMaxPromptBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ": prompt ", Quote(name, 100), " must be a string of at "
+            "most ", kMaxPromptBytes, " bytes, got ", DescribeJson(prompt)));
+      }
+      RETURN_IF_ERROR(tokenizer::ValidateUtf8(
+          prompt.get_ref<const std::string&>(),
+          absl::StrCat(source, ": prompt ", Quote(name, 100))));
+      prompts->emplace(name, prompt.get<std::string>());
+    }
+  }
+  const auto chosen = settings.find("default_prompt_name");
+  if (chosen == settings.end() || chosen->is_null()) return absl::OkStatus();
+  if (!chosen->is_string() ||
+      prompts->count(chosen->get<std::string>()) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": \"default_prompt_name\" must name one of \"prompts\", got ",
+        DescribeJson(*chosen)));
+  }
+  *default_prompt_name = chosen->get<std::string>();
+  return absl::OkStatus();
+}
 
 absl::Status ApplySentenceTransformers(const std::string& directory,
                                        ModelConfig* config,

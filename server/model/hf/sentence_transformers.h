@@ -8,6 +8,7 @@
 #ifndef FAVOR_SERVER_MODEL_HF_SENTENCE_TRANSFORMERS_H_
 #define FAVOR_SERVER_MODEL_HF_SENTENCE_TRANSFORMERS_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,15 @@ namespace favor::model::hf {
 absl::Status ApplySentenceTransformers(const std::string& directory,
                                        ModelConfig* config,
                                        std::vector<std::string>* files);
+
+// config_sentence_transformers.json's "prompts" (name → text, each valid
+// UTF-8) and "default_prompt_name" (one of them, or null). A folder
+// without the file has none. Adds the file to `files`. INVALID_ARGUMENT
+// naming the file and the field otherwise.
+absl::Status ReadPrompts(const std::string& directory,
+                         std::map<std::string, std::string>* prompts,
+                         std::string* default_prompt_name,
+                         std::vector<std::string>* files);
 
 }  // namespace favor::model::hf
 
