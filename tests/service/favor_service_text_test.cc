@@ -486,10 +486,12 @@ TEST_F(TextServiceTest, PromptsGoBeforeTheTextAndAreCounted) {
   v1::EmbedRequest named = EmbedTexts({"the cat"});
   named.set_prompt_name("query");
   const v1::EmbedResponse with = embed(named);
+  ASSERT_EQ(with.embeddings_size(), 1);
   EXPECT_THAT(with.embeddings(0).values(), ElementsAre(41, 7, 2, 1));
   EXPECT_EQ(with.num_tokens(), 7);
   // The model's default when none is named: [CLS] sat the cat [SEP].
   const v1::EmbedResponse by_default = embed(EmbedTexts({"the cat"}));
+  ASSERT_EQ(by_default.embeddings_size(), 1);
   EXPECT_THAT(by_default.embeddings(0).values(), ElementsAre(23, 5, 2, 1));
   EXPECT_EQ(by_default.num_tokens(), 5);
   // A span over "cat" (bytes 4 to 7 of the text) is the token "cat".
@@ -497,6 +499,7 @@ TEST_F(TextServiceTest, PromptsGoBeforeTheTextAndAreCounted) {
   spans.set_prompt_name("query");
   AddSpan(spans.mutable_inputs(0), 4, 7);
   const v1::EmbedResponse spanned = embed(spans);
+  ASSERT_EQ(spanned.embeddings_size(), 1);
   ASSERT_EQ(spanned.embeddings(0).spans_size(), 1);
   EXPECT_THAT(spanned.embeddings(0).spans(0).values(),
               ElementsAre(6, 5, 0, 0));
@@ -517,7 +520,9 @@ TEST_F(TextServiceTest, PromptsGoBeforeTheTextAndAreCounted) {
   // Token ids under a default prompt are the client's own: as they are.
   v1::EmbedRequest plain_ids;
   plain_ids.add_inputs()->add_token_ids(5);
-  EXPECT_THAT(embed(plain_ids).embeddings(0).values(), ElementsAre(5, 1, 5, 1));
+  const v1::EmbedResponse as_given = embed(plain_ids);
+  ASSERT_EQ(as_given.embeddings_size(), 1);
+  EXPECT_THAT(as_given.embeddings(0).values(), ElementsAre(5, 1, 5, 1));
 
   grpc::ClientContext context;
   v1::GetModelResponse model;
