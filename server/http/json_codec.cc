@@ -157,7 +157,7 @@ JsonBodyLimits EmbeddingsBodyLimits(const CallLimits& limits) {
   const double inputs = static_cast<double>(limits.max_inputs_per_call);
   body.max_nested_in_array = limits.max_inputs_per_call;
   body.max_containers = Capped(inputs + 2);
-  body.max_strings = Capped(inputs + 3);  // model, format, user
+  body.max_strings = Capped(inputs + 4);  // model, format, user, prompt_name
   body.max_values =
       Capped(static_cast<double>(limits.max_tokens_per_call) + 2 * inputs + 16);
   return body;

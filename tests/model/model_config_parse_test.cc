@@ -108,7 +108,8 @@ TEST(ModelConfigTest, RejectsUnknownEnumValuesListingTheKnownOnes) {
                 {"field 'hidden_act' must be one of \"gelu\", "
                  "\"gelu_tanh\", \"relu\""});
   ExpectInvalid(R"({"norm": "rms_norm"})", {"field 'norm'", "scale_norm"});
-  ExpectInvalid(R"({"pooling": "max"})", {"field 'pooling'", "\"attention\""});
+  ExpectInvalid(R"({"pooling": "weighted_mean"})",
+                {"field 'pooling'", "\"attention\"", "\"last_token\""});
   ExpectInvalid(R"({"block": "decoder"})", {"field 'block'", "\"isab\""});
   ExpectInvalid(R"({"position_embedding_type": "learned"})",
                 {"field 'position_embedding_type'", "\"absolute\""});

@@ -274,7 +274,7 @@ TEST_F(ModelFolderTest, AnUnknownArchitectureListsTheSupportedOnes) {
 
 TEST_F(ModelFolderTest, ValuesTheAdapterDoesNotRunAreRefusedByField) {
   for (const auto& [field, value] :
-       {std::pair<std::string, Json>{"hidden_act", "silu"},
+       {std::pair<std::string, Json>{"hidden_act", "quick_gelu"},
         {"position_embedding_type", "relative_key"},
         {"is_decoder", true},
         {"hidden_size", "32"}}) {

@@ -3,9 +3,12 @@
 #ifndef FAVOR_SERVER_MODEL_HF_ADAPTERS_H_
 #define FAVOR_SERVER_MODEL_HF_ADAPTERS_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/model/hf/hf_config.h"
 #include "server/model/model_config.h"
 #include "server/model/safetensors.h"
@@ -27,6 +30,19 @@ std::vector<TensorAlias> NomicBertAliases(const ModelConfig& config);
 // with a global and a local base, local layers with a sliding window.
 absl::Status AdaptModernBert(const HfConfig& hf, ModelConfig* config);
 std::vector<TensorAlias> ModernBertAliases(const ModelConfig& config);
+
+// What the adapters share (adapter_parts.cc).
+// `key`'s activation as transformers' ACT2FN names it.
+absl::StatusOr<Activation> ActivationNamed(const HfConfig& hf,
+                                           absl::string_view key,
+                                           absl::string_view fallback);
+// As trained: encoder blocks, exact softmax attention.
+void RunAsTrained(ModelConfig* config);
+// Layer `layer`'s ("encoder.layer.3.") query, key and value `kind`
+// (".weight", ".bias") as the three blocks of rows of `fused`.
+void AddFusedQueryKeyValue(const std::string& fused, const std::string& layer,
+                           const std::string& kind,
+                           std::vector<TensorAlias>* aliases);
 
 // What BERT and its descendants share (bert.cc): the shape, activation,
 // LayerNorm ε, post-norm, learned absolute positions, the token type table,

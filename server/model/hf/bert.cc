@@ -6,24 +6,6 @@
 #include "server/model/hf/adapters.h"
 
 namespace favor::model::hf {
-namespace {
-
-absl::StatusOr<Activation> ActivationOf(const HfConfig& hf) {
-  ASSIGN_OR_RETURN(const std::string act, hf.String("hidden_act", "gelu"));
-  // "gelu" is the exact (erf) GELU; "gelu_new" and "gelu_pytorch_tanh" the
-  // tanh approximation.
-  if (act == "gelu") return Activation::kGelu;
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
-    return Activation::kGeluTanh;
-  }
-  if (act == "relu") return Activation::kRelu;
-  return hf.Error("hidden_act",
-                  absl::StrCat("is \"", act,
-                               "\"; Favor runs gelu, gelu_new, "
-                               "gelu_pytorch_tanh and relu"));
-}
-
-}  // namespace
 
 absl::Status AdaptBertFamily(const HfConfig& hf, ModelConfig* config) {
   RETURN_IF_ERROR(hf.ExpectOneOf("position_embedding_type", {"absolute"},
@@ -37,7 +19,7 @@ absl::Status AdaptBertFamily(const HfConfig& hf, ModelConfig* config) {
   ASSIGN_OR_RETURN(c.num_hidden_layers, hf.Int("num_hidden_layers", 12));
   ASSIGN_OR_RETURN(c.num_attention_heads, hf.Int("num_attention_heads", 12));
   ASSIGN_OR_RETURN(c.intermediate_size, hf.Int("intermediate_size", 3072));
-  ASSIGN_OR_RETURN(c.hidden_act, ActivationOf(hf));
+  ASSIGN_OR_RETURN(c.hidden_act, ActivationNamed(hf, "hidden_act", "gelu"));
   ASSIGN_OR_RETURN(c.layer_norm_eps, hf.Number("layer_norm_eps", 1e-12));
   ASSIGN_OR_RETURN(c.type_vocab_size, hf.Int("type_vocab_size", 2));
   ASSIGN_OR_RETURN(c.max_position_embeddings,
@@ -46,10 +28,8 @@ absl::Status AdaptBertFamily(const HfConfig& hf, ModelConfig* config) {
   c.norm_placement = NormPlacement::kPost;
   c.position_embedding_type = PositionEmbedding::kAbsolute;
   c.position_ids = PositionIds::kFromZero;
-  c.block = BlockType::kEncoder;
   // As trained: exact attention over the whole position table.
-  c.attention = AttentionConfig();
-  c.attention.kernel = attention::Kernel::kSoftmaxExact;
+  RunAsTrained(config);
   c.max_sequence_length = c.max_position_embeddings;
   return absl::OkStatus();
 }

@@ -61,21 +61,6 @@ absl::Status CheckLayerTypes(const HfConfig& hf, const ModelConfig& c) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Activation> ActivationOf(const HfConfig& hf) {
-  ASSIGN_OR_RETURN(const std::string act,
-                   hf.String("hidden_activation", "gelu"));
-  if (act == "gelu") return Activation::kGelu;
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
-    return Activation::kGeluTanh;
-  }
-  if (act == "silu" || act == "swish") return Activation::kSilu;
-  if (act == "relu") return Activation::kRelu;
-  return hf.Error("hidden_activation",
-                  absl::StrCat("is \"", act,
-                               "\"; Favor runs gelu, gelu_new, "
-                               "gelu_pytorch_tanh, silu and relu"));
-}
-
 }  // namespace
 
 absl::Status AdaptModernBert(const HfConfig& hf, ModelConfig* config) {
@@ -85,7 +70,8 @@ absl::Status AdaptModernBert(const HfConfig& hf, ModelConfig* config) {
   ASSIGN_OR_RETURN(c.num_hidden_layers, hf.Int("num_hidden_layers", 22));
   ASSIGN_OR_RETURN(c.num_attention_heads, hf.Int("num_attention_heads", 12));
   ASSIGN_OR_RETURN(c.intermediate_size, hf.Int("intermediate_size", 1152));
-  ASSIGN_OR_RETURN(c.hidden_act, ActivationOf(hf));
+  ASSIGN_OR_RETURN(c.hidden_act,
+                   ActivationNamed(hf, "hidden_activation", "gelu"));
   ASSIGN_OR_RETURN(c.layer_norm_eps, hf.Number("norm_eps", 1e-5));
   ASSIGN_OR_RETURN(c.norm_bias, hf.Bool("norm_bias", false));
   ASSIGN_OR_RETURN(const bool attention_bias, hf.Bool("attention_bias", false));
@@ -119,9 +105,7 @@ absl::Status AdaptModernBert(const HfConfig& hf, ModelConfig* config) {
                    hf.Int("max_position_embeddings", 8192));
   // As trained: up to its context length, exact attention.
   c.max_sequence_length = c.max_position_embeddings;
-  c.block = BlockType::kEncoder;
-  c.attention = AttentionConfig();
-  c.attention.kernel = attention::Kernel::kSoftmaxExact;
+  RunAsTrained(config);
   return absl::OkStatus();
 }
 
@@ -142,11 +126,7 @@ std::vector<TensorAlias> ModernBertAliases(const ModelConfig& config) {
     const std::string from = absl::StrCat("layers.", i, ".");
     const std::string to = absl::StrCat("encoder.layer.", i, ".");
     for (const std::string& kind : linear_kinds) {
-      int64_t part = 0;
-      for (const char* name : {"query", "key", "value"}) {
-        aliases.push_back({absl::StrCat(to, "attention.self.", name, kind),
-                           from + "attn.Wqkv" + kind, part++, 3});
-      }
+      AddFusedQueryKeyValue(from + "attn.Wqkv", to, kind, &aliases);
       aliases.push_back(
           {to + "attention.output.dense" + kind, from + "attn.Wo" + kind});
       // Wi's first half is activated, its second the gate.

@@ -24,16 +24,9 @@ absl::Status AdaptFeedForward(const HfConfig& hf, ModelConfig* config) {
   if (act == "swiglu" || act == "geglu") {
     config->feed_forward = FeedForward::kGated;
     config->hidden_act = act == "swiglu" ? Activation::kSilu : Activation::kGelu;
-  } else if (act == "gelu") {
-    config->hidden_act = Activation::kGelu;
-  } else if (act == "gelu_new" || act == "gelu_fast" ||
-             act == "gelu_pytorch_tanh") {
-    config->hidden_act = Activation::kGeluTanh;
   } else {
-    return hf.Error("activation_function",
-                    absl::StrCat("is \"", act,
-                                 "\"; Favor runs swiglu, geglu, gelu, "
-                                 "gelu_new, gelu_fast and gelu_pytorch_tanh"));
+    ASSIGN_OR_RETURN(config->hidden_act,
+                     ActivationNamed(hf, "activation_function", "gelu_new"));
   }
   // n_inner unset: NomicBertMLP's 4·n_embd, or the gated MLP's 8·n_embd/3
   // rounded up to a multiple of 256.
@@ -119,9 +112,7 @@ absl::Status AdaptNomicBert(const HfConfig& hf, ModelConfig* config) {
   c.norm = NormType::kLayerNorm;
   c.norm_placement = NormPlacement::kPost;
   c.position_ids = PositionIds::kFromZero;
-  c.block = BlockType::kEncoder;
-  c.attention = AttentionConfig();
-  c.attention.kernel = attention::Kernel::kSoftmaxExact;
+  RunAsTrained(config);
   return absl::OkStatus();
 }
 
@@ -136,11 +127,7 @@ std::vector<TensorAlias> NomicBertAliases(const ModelConfig& config) {
     std::vector<std::string> kinds = {".weight"};
     if (config.linear_bias) kinds.push_back(".bias");
     for (const std::string& kind : kinds) {
-      int64_t part = 0;
-      for (const char* name : {"query", "key", "value"}) {
-        aliases.push_back({absl::StrCat(to, "attention.self.", name, kind),
-                           from + "attn.Wqkv" + kind, part++, 3});
-      }
+      AddFusedQueryKeyValue(from + "attn.Wqkv", to, kind, &aliases);
       aliases.push_back({to + "attention.output.dense" + kind,
                          from + "attn.out_proj" + kind});
       // The activated half is fc12 (gated) or fc1.

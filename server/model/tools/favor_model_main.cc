@@ -50,6 +50,7 @@
 #include "server/model/peaked_model.h"
 #include "server/model/random_model.h"
 #include "server/model/safetensors.h"
+#include "server/model/tools/inspect.h"
 #include "server/model/tools/staging_folder.h"
 #include "server/model/weight_layout.h"
 
@@ -237,65 +238,6 @@ absl::Status Init() {
       output.c_str(), config.num_hidden_layers, config.hidden_size,
       std::string(attention::KernelName(config.attention.kernel)).c_str(),
       options.seed);
-  return absl::OkStatus();
-}
-
-// A tensor name as it is when it is printable ASCII, else C-escaped in
-// quotes: a file's names must not write control sequences or lines of their
-// own to a terminal.
-std::string PrintableName(const std::string& name) {
-  const bool printable = std::all_of(
-      name.begin(), name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-  return printable ? name : absl::StrCat("\"", absl::CHexEscape(name), "\"");
-}
-
-// Which format the folder is in, and for a Hugging Face folder its
-// architecture and what favor.json set.
-void PrintFormat(const ModelFolder& folder) {
-  if (folder.format == FolderFormat::kFavor) {
-    std::printf("format: Favor's own config.json\n");
-    return;
-  }
-  std::printf("format: Hugging Face folder, architecture %s\n",
-              folder.architecture.c_str());
-  std::printf("overlay (favor.json): %s\n",
-              folder.overlay_fields.empty()
-                  ? "none"
-                  : absl::StrJoin(folder.overlay_fields, ", ").c_str());
-}
-
-absl::Status Inspect(const std::string& directory) {
-  ASSIGN_OR_RETURN(const ModelFolder folder, ReadModelFolder(directory));
-  const ModelConfig& config = folder.config;
-  ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
-                   SafetensorsFile::Open(directory + "/model.safetensors"));
-  std::printf("model %s\n", directory.c_str());
-  PrintFormat(folder);
-  std::printf("config (as Favor runs it):\n%s",
-              ModelConfigToJson(config).c_str());
-  int64_t parameters = 0;
-  std::printf("model.safetensors: %zu tensors\n", file->num_tensors());
-  for (const std::string& name : file->TensorNames()) {
-    const TensorView view = *file->Get(name);
-    parameters += view.num_elements();
-    std::printf("  %-56s %-4s %s\n", PrintableName(name).c_str(),
-                std::string(DTypeName(view.dtype)).c_str(),
-                ShapeToString(view.shape).c_str());
-  }
-  std::printf("parameters: %" PRId64 "\n", parameters);
-  ASSIGN_OR_RETURN(const WeightNaming naming,
-                   PrepareWeights(folder, file.get()));
-  RETURN_IF_ERROR(
-      CheckTensors(*file, ExpectedWeights(config, naming), naming.ignore));
-  std::printf("weights: every tensor matches the config\n");
-  ASSIGN_OR_RETURN(const auto tokenizer, LoadModelTokenizer(directory, config));
-  if (tokenizer == nullptr) {
-    std::printf("tokenizer: none (token ids only)\n");
-  } else {
-    std::printf("tokenizer: %s, %s, %zu ids\n", config.tokenizer.file.c_str(),
-                std::string(tokenizer->kind()).c_str(),
-                tokenizer->vocab_size());
-  }
   return absl::OkStatus();
 }
 

@@ -165,8 +165,8 @@ def check_bad_embed(cli, server, tmp):
                  "Is a directory")
     expect_error([cli, endpoint, "--bearer_token_file=" + tmp, "health"],
                  NOT_FOUND, "Is a directory")
-    expect_error([cli, endpoint, "embed", "--pooling=max", "1"],
-                 INVALID_ARGUMENT, "--pooling=max")
+    expect_error([cli, endpoint, "embed", "--pooling=weighted", "1"],
+                 INVALID_ARGUMENT, "--pooling=weighted")
     expect_error([cli, endpoint, "--bogus_flag", "health"], INVALID_ARGUMENT,
                  "unknown flag '--bogus_flag'")
     expect_error([cli, endpoint, "--deadline=soon", "health"], INVALID_ARGUMENT,
