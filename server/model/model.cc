@@ -197,10 +197,9 @@ ModelDescription Describe(const std::string& directory, ModelConfig config,
 }
 
 absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
-    const std::string& directory, const ModelOptions& options,
-    c10::Device device) {
+    const std::string& directory, ModelFolder folder,
+    const ModelOptions& options, c10::Device device) {
   c10::InferenceMode inference_mode;
-  ASSIGN_OR_RETURN(ModelFolder folder, ReadModelFolder(directory));
   ModelConfig config = std::move(folder.config);
   ASSIGN_OR_RETURN(std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
                    LoadModelTokenizer(directory, config));
@@ -310,9 +309,22 @@ absl::Status ValidateModelOptions(const ModelOptions& options) {
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(
     const std::string& directory, const ModelOptions& options) {
   RETURN_IF_ERROR(CheckModelOptions(options));
-  ASSIGN_OR_RETURN(const c10::Device device, ParseDevice(options));
-  return Guarded(absl::StrCat("loading model ", directory),
-                 [&] { return LoadOnDevice(directory, options, device); });
+  ASSIGN_OR_RETURN(ModelFolder folder, ReadModelFolder(directory));
+  // A Hugging Face folder's favor.json may choose its own dtype, which
+  // must run on the device like the server's.
+  ModelOptions own = options;
+  if (!folder.dtype.empty()) {
+    absl::StatusOr<ComputeDType> dtype = ParseComputeDType(folder.dtype);
+    if (!dtype.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          directory, "/favor.json: ", dtype.status().message()));
+    }
+    own.dtype = *dtype;
+  }
+  ASSIGN_OR_RETURN(const c10::Device device, ParseDevice(own));
+  return Guarded(absl::StrCat("loading model ", directory), [&] {
+    return LoadOnDevice(directory, std::move(folder), own, device);
+  });
 }
 
 }  // namespace favor::model

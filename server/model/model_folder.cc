@@ -79,10 +79,23 @@ absl::Status ChooseTokenizer(const std::string& directory, ModelConfig* config,
 absl::Status ApplyOverlay(const std::string& directory, ModelFolder* folder) {
   const std::string source = absl::StrCat(directory, "/", kOverlayFile);
   if (!Exists(source)) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const std::string text, ReadConfigText(source));
+  ASSIGN_OR_RETURN(std::string text, ReadConfigText(source));
+  // "dtype" is a load option, not a config field (Model::Load reads it).
+  ASSIGN_OR_RETURN(Json overlay, ParseJsonObject(text, source));
+  const auto dtype = overlay.find("dtype");
+  if (dtype != overlay.end()) {
+    if (!dtype->is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": field 'dtype' must be a string, got ", DescribeJson(*dtype)));
+    }
+    folder->dtype = dtype->get<std::string>();
+    overlay.erase(dtype);
+    text = overlay.dump();
+  }
   ASSIGN_OR_RETURN(folder->overlay_fields,
                    ApplyModelConfigOverlay(text, source, kOverlayFields,
                                            &folder->config));
+  if (!folder->dtype.empty()) folder->overlay_fields.push_back("dtype");
   folder->files.push_back(std::string(kOverlayFile));
   return absl::OkStatus();
 }

@@ -10,7 +10,8 @@
 //     One adapter per architecture (hf/hf_architecture.h) maps its config
 //     onto a ModelConfig; nothing in the folder is edited. Favor's own
 //     choices (the attention kernel and its parameters, the longest input,
-//     pooling, a version) go in an optional favor.json beside it that holds
+//     pooling, the dtype, a version) go in an optional favor.json beside it
+//     that holds
 //     only what differs. Without one the model runs as it was trained:
 //     exact softmax attention, up to its position table.
 //
@@ -40,6 +41,9 @@ struct ModelFolder {
   // model's file holds the encoder ("bert."), used when the file has it.
   std::string architecture;
   std::vector<std::string> overlay_fields;
+  // favor.json's "dtype" ("float32", "bfloat16", "float16"): the dtype this
+  // model computes in, over the server's; empty: the server's.
+  std::string dtype;
   std::string weight_prefix;
   // How the architecture's tensors become Favor's (names without the
   // prefix); empty when its names are BERT's already.

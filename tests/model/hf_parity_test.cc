@@ -193,6 +193,28 @@ TEST_F(HfBadFolderTest, AVocabularyTheWeightsDoNotHoldIsAnError) {
   EXPECT_THAT(LoadError(), ::testing::HasSubstr("word_embeddings"));
 }
 
+// favor.json's dtype is the model's own, checked like the server's: float16
+// needs a GPU; bfloat16 loads where the CPU runs it, else the model alone
+// fails with FAILED_PRECONDITION.
+TEST_F(HfBadFolderTest, TheOverlaysDtypeIsTheModelsOwn) {
+  std::ofstream(dir_ + "/favor.json") << R"({"dtype": "float16"})";
+  auto model = Model::Load(dir_);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()),
+              ::testing::HasSubstr("float16"));
+  std::ofstream(dir_ + "/favor.json") << R"({"dtype": "float64"})";
+  EXPECT_THAT(LoadError(), ::testing::HasSubstr("favor.json"));
+  std::ofstream(dir_ + "/favor.json") << R"({"dtype": "bfloat16"})";
+  model = Model::Load(dir_);
+  if (model.ok()) {
+    EXPECT_EQ((*model)->description().dtype, ComputeDType::kBFloat16);
+  } else {
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kFailedPrecondition)
+        << model.status();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Folders, HfParityTest, ::testing::ValuesIn(Cases()),
                          [](const auto& info) { return info.param; });
 

@@ -133,6 +133,19 @@ TEST_F(ModelFolderTest, TheOverlayHoldsOnlyFavorsChoices) {
               ElementsAre("config.json", "favor.json", "model.safetensors"));
 }
 
+TEST_F(ModelFolderTest, TheOverlayMayChooseTheDtype) {
+  Write("config.json", Bert());
+  Write("favor.json", Json{{"dtype", "bfloat16"}, {"max_sequence_length", 64}});
+  auto folder = Read();
+  ASSERT_TRUE(folder.ok()) << folder.status();
+  EXPECT_EQ(folder->dtype, "bfloat16");
+  EXPECT_THAT(folder->overlay_fields,
+              UnorderedElementsAre("dtype", "max_sequence_length"));
+  Write("favor.json", Json{{"dtype", 16}});
+  EXPECT_THAT(std::string(Read().status().message()),
+              HasSubstr("field 'dtype' must be a string"));
+}
+
 TEST_F(ModelFolderTest, TheOverlayCannotChangeTheTrainedModel) {
   Write("config.json", Bert());
   Write("favor.json", Json{{"hidden_size", 64}});
