@@ -202,8 +202,8 @@ TEST_F(ModelReloaderTest, AFailedRevisionLeavesTheOldServingUntilFixed) {
 
   reloader_->Reload(service_.get());  // unchanged: not tried again
   EXPECT_THAT(LoadFailures("default"), Optional(1.0));
-  // SIGHUP retries it, unchanged (a load refused for memory may fit now;
-  // found by an outside audit: only touching config.json did).
+  // SIGHUP retries it, unchanged (a load refused for memory may fit now),
+  // without config.json having to be touched.
   reloader_->Reload(service_.get(), /*retry_failed=*/true);
   EXPECT_THAT(LoadFailures("default"), Optional(2.0));
   EXPECT_EQ(Lease("default"), first);
@@ -220,8 +220,8 @@ TEST_F(ModelReloaderTest, AFailedRevisionLeavesTheOldServingUntilFixed) {
   EXPECT_THAT(LoadFailures("default"), Optional(2.0));
 }
 
-// Found by an audit from outside: a folder put back as it was after a
-// failed load kept the failure in GetModel's load_error until a restart.
+// A folder put back as it was after a failed load clears the failure from
+// GetModel's load_error; it must not stay there until a restart.
 TEST_F(ModelReloaderTest, AFolderRestoredAfterAFailureClearsIt) {
   WriteModel("default", 1);
   WriteModel("other", 2);
@@ -305,8 +305,8 @@ TEST_F(ModelReloaderTest, ARetiredRevisionsWeightsCountAsRetiringUntilFreed) {
 }
 
 // The budget counts the projections drawn at load time beside the file's
-// weights (found by an outside audit: a 3 MB folder of 1,024 layers and
-// 65,536 features drew 2.1 GB that it did not count).
+// weights: a 3 MB folder of 1,024 layers and 65,536 features draws 2.1 GB
+// that the file's size leaves out.
 TEST_F(ModelReloaderTest, BudgetedBytesCountTheDrawnProjections) {
   WriteModel("default", 1);
   Start();

@@ -114,9 +114,9 @@ std::vector<int64_t> RandomLengths(int n, int64_t low, int64_t high) {
                               lengths.data_ptr<int64_t>() + n);
 }
 
-// Issue 17: one launch chain per chunk for a whole batch, not per sequence.
-// Without the padding (every sequence its own group, as before) the batch
-// of 64 issues about 64 times the calls of one.
+// One launch chain per chunk for a whole batch, not per sequence. Without
+// the padding (every sequence its own group) the batch of 64 would issue
+// about 64 times the calls of one.
 TEST(PaddedBatchTest, SixtyFourSequencesCostAtMostTwiceTheCallsOfOne) {
   for (Kernel kernel :
        {Kernel::kFavorPositive, Kernel::kFavorPlusPlus, Kernel::kSoftmaxExact}) {

@@ -1,6 +1,6 @@
 // torch_status::Guarded: what LibTorch throws becomes a Status, device
 // memory exhaustion (CUDA's c10::OutOfMemoryError) a retryable
-// RESOURCE_EXHAUSTED like host memory, not INTERNAL (issue 17).
+// RESOURCE_EXHAUSTED like host memory, not INTERNAL.
 #include "server/attention/torch_status.h"
 
 #include <c10/util/Exception.h>

@@ -194,12 +194,12 @@ TEST_F(BatcherMemoryTest, BatchersSharingTheBudgetWakeEachOther) {
   other.reset();
 }
 
-// Found by an outside audit: a reload's weights took the room a queued
-// leader was admitted with, and it waited for a release that could never
-// make room, holding up every request behind it for good (with a new
-// revision of the same model, a deadlock: the old revision is freed only
-// once its calls are answered). Now it is refused as soon as the weights
-// come, and the requests behind it run.
+// When a reload's weights take the room a queued leader was admitted with,
+// the leader is refused as soon as the weights come, and the requests
+// behind it run. Waiting would be for a release that can never make room,
+// holding up every request behind it for good (with a new revision of the
+// same model, a deadlock: the old revision is freed only once its calls
+// are answered).
 TEST_F(BatcherMemoryTest, ALeaderThatAReloadLeftNoRoomForIsRefused) {
   Start(MemoryOptions());
   HoldRunning(1, 600);          // 700 held of 1000

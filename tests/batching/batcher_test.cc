@@ -597,9 +597,8 @@ TEST_F(BatcherTest, ShutdownAnswersUnavailableAfterTheDrainTimeout) {
   ASSERT_TRUE(clock_.BlockUntilWaiting(start_ + absl::Milliseconds(20)));
   EXPECT_EQ(Add(3, 10).code(), absl::StatusCode::kUnavailable);
   clock_.Advance(absl::Milliseconds(20));
-  // At the deadline, not when the running batch ends (an audit from outside
-  // saw a queued call wait 7 s past --drain_timeout_seconds behind a long
-  // batch).
+  // At the deadline, not when the running batch ends: a queued call must not
+  // wait past --drain_timeout_seconds behind a long batch (7 s and more).
   ASSERT_TRUE(log_.WaitFor(1));
   ASSERT_TRUE(log_.WaitFor(2));
   Release();  // The running batch is never interrupted.

@@ -648,8 +648,8 @@ def test_k8s(repo):
           "the GPU variant does not ask for a GPU")
     check(container["image"] == "localhost/favor:gpu", "the GPU image: %s" % container["image"])
     # The documented way to set the CPU image (kustomize edit set image in
-    # base) must not reach the GPU variant, which has its own image (found by
-    # an outside audit: it did, and GPU pods ran the CPU image).
+    # base) must not reach the GPU variant, which has its own image: GPU pods
+    # would run the CPU image.
     with tempfile.TemporaryDirectory() as scratch:
         copy_root = os.path.join(scratch, "k8s")
         shutil.copytree(os.path.join(repo, *K8S_DIR), copy_root)

@@ -2,9 +2,8 @@
 // client that closes its connection before the answer cancels its service
 // call, as a gRPC client's cancellation does, so that work queued for it
 // is dropped rather than computed; a client that keeps its connection, or
-// pipelines its next request behind the first, is answered as before.
-// Found by an outside audit: ten clients that gave up had all their work
-// computed.
+// pipelines its next request behind the first, is answered as usual.
+// Otherwise ten clients that gave up would have all their work computed.
 #include <optional>
 #include <string>
 #include <vector>

@@ -188,11 +188,10 @@ TEST_F(ApiTest, BadInputsGetTheirCodeAndOpenAIsErrorShape) {
   }
 }
 
-// Found by an audit from outside: protobuf's JSON parser takes time
-// superlinear in the depth of nested arrays in a google.protobuf.Value
-// (OpenAI's `input`), 70 s for 40,000 '[', on a thread of the event loop;
-// the body is refused by its depth first. 40,000 levels outlast Fetch's 10 s
-// timeout without that check.
+// Protobuf's JSON parser takes time superlinear in the depth of nested
+// arrays in a google.protobuf.Value (OpenAI's `input`), 70 s for 40,000 '[',
+// on a thread of the event loop; the body is refused by its depth first.
+// 40,000 levels outlast Fetch's 10 s timeout without that check.
 TEST_F(ApiTest, DeeplyNestedJsonIsRefusedBeforeItIsParsed) {
   Start();
   const auto nested = [](int depth, absl::string_view open,
@@ -238,12 +237,11 @@ TEST_F(ApiTest, DeeplyNestedJsonIsRefusedBeforeItIsParsed) {
   ExpectStillServing();
 }
 
-// Found by an audit from outside: a 32 MiB body of 8 million one-token
-// inputs took 19 s and 4 GB on an event-loop thread before the service
-// refused it. A body that holds more than a call within the service's
-// limits is refused before protobuf parses it (json_codec.h), and its
-// message says which count it passed (the service's own message would name
-// the inputs).
+// A body that holds more than a call within the service's limits is
+// refused before protobuf parses it (json_codec.h), and its message says
+// which count it passed (the service's own message would name the inputs):
+// parsed, a 32 MiB body of 8 million one-token inputs takes 19 s and 4 GB
+// on an event-loop thread before the service refuses it.
 TEST_F(ApiTest, ABodyOfMoreThanACallHoldsIsRefusedBeforeItIsParsed) {
   Start();
   const auto repeated = [](absl::string_view item, int count) {
@@ -311,10 +309,11 @@ TEST_F(ApiTest, PathsAndMethodsTheApiLacks) {
   ExpectStillServing();
 }
 
-// Found by tests/fuzz/http_request_fuzz: an open server passed the
-// Authorization header on as gRPC metadata, and gRPC aborts the process on a
-// value that is not printable ASCII; a path that is not UTF-8 got a 404 with
-// an empty body (protobuf's JSON printer refused the message quoting it).
+// Header and path bytes that are not ASCII get JSON errors: an open server
+// must not pass the Authorization header on as gRPC metadata, as gRPC aborts
+// the process on a value that is not printable ASCII, and a path that is not
+// UTF-8 must not get a 404 with an empty body (protobuf's JSON printer
+// refuses a message quoting it).
 TEST_F(ApiTest, HeaderAndPathBytesThatAreNotAsciiGetJsonErrors) {
   Start();
   testing::FetchOptions options;

@@ -1,8 +1,9 @@
 // HTTP/1.x as RFC 9110 and 9112 ask it of a server (server/http/session.h,
 // api_errors.cc), on raw connections so that a request can lack what every
-// library adds. Found by an outside audit: an HTTP/1.0 keep-alive never
-// announced, a request without Host answered, a transfer coding ignored, a
-// 401 without WWW-Authenticate, 503s that kept pooled connections.
+// library adds: an HTTP/1.0 keep-alive is announced, an HTTP/1.1 request
+// without exactly one Host is a 400, an unknown transfer coding is a 501
+// (not ignored), a 401 names the Bearer scheme in WWW-Authenticate, and a
+// 503 closes its connection rather than leave it pooled.
 #include <string>
 
 #include "absl/strings/str_cat.h"

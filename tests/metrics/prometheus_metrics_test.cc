@@ -213,9 +213,9 @@ TEST(MetricsTest, UnregisteredNamesShareOneLabelValue) {
 // Before any call, the only request series are the OK ones, at zero (so
 // that rate() counts the first call): the served models' for the methods
 // that use a model, "(none)"'s for Attend and ListModels, whose calls are
-// counted there (found by an outside audit: their zero series were the
-// models', which no call counts in). The other codes and "(other)" appear
-// only once their combination occurs.
+// counted there (a zero series of theirs under a model would be one that no
+// call counts in). The other codes and "(other)" appear only once their
+// combination occurs.
 TEST(MetricsTest, OnlyOkSeriesOfServedModelsBeforeTheFirstRequest) {
   std::unique_ptr<Metrics> metrics = CreateOrDie(OfflineOptions());
   ASSERT_NE(metrics, nullptr);

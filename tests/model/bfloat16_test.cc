@@ -1,7 +1,6 @@
-// bfloat16 on the CPU (issue 14) against float32: stage by stage, pooled
-// embeddings' cosines on the default model and on a peaked copy of it,
-// batch invariance, and the start-up refusal on a CPU without the
-// instructions.
+// bfloat16 on the CPU against float32: stage by stage, pooled embeddings'
+// cosines on the default model and on a peaked copy of it, batch
+// invariance, and the start-up refusal on a CPU without the instructions.
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
@@ -142,9 +141,9 @@ TEST_F(BFloat16Test, StageByStageMatchesFloat32) {
   }
 }
 
-// Issue 14's bounds on the pooled embeddings (mean cosine ≥ 0.999, min ≥
-// 0.995) over inputs of 1 to 2k tokens; favor-model compare runs the full
-// 1,000 inputs of up to 8k.
+// The bounds on the pooled embeddings (mean cosine ≥ 0.999, min ≥ 0.995,
+// docs/performance.md's target) over inputs of 1 to 2k tokens; favor-model
+// compare runs the full 1,000 inputs of up to 8k.
 void ExpectSameEmbeddings(const std::string& directory) {
   ModelOptions options;
   options.dtype = ComputeDType::kBFloat16;

@@ -101,9 +101,9 @@ TEST_F(EncoderWeightsTest, ReadsStoredProjectionsAndSkipsBertsPooler) {
   EXPECT_EQ(loaded->parameter_count, used_elements);
 }
 
-// A NaN or an infinity in any weight refuses the model, naming the tensor
-// (found by an outside audit: NaN query and key weights were answered as
-// if zero, a NaN embedding row as "NaN" strings).
+// A NaN or an infinity in any weight refuses the model, naming the tensor:
+// NaN query and key weights would answer as if they were zero, and a NaN
+// embedding row as "NaN" strings.
 TEST_F(EncoderWeightsTest, RefusesWeightsThatAreNotFinite) {
   const ModelConfig config = TinyConfig();
   const std::vector<ExpectedTensor> expected = ExpectedWeights(config);

@@ -164,9 +164,9 @@ TEST_F(LoadModelConfigTest, ErrorsNameThePath) {
               HasSubstr("absent.json"));
 }
 
-// A named pipe must not make the loader wait for a writer (found by an
-// outside audit: a config.json FIFO hung favor-server for good). If it
-// blocks, the test opens the pipe's other end itself to free the thread.
+// A named pipe must not make the loader wait for a writer: a config.json
+// FIFO would hang favor-server for good. If it blocks, the test opens the
+// pipe's other end itself to free the thread.
 TEST_F(LoadModelConfigTest, RefusesANamedPipeWithoutWaiting) {
   const std::string path = dir_ + "/config.json";
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);

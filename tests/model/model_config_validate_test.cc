@@ -155,8 +155,8 @@ TEST(ModelConfigTest, ValidatesTheTokenizer) {
                  "file name in the model's folder, without a directory"});
   ExpectInvalid(R"({"tokenizer": {"file": ".."}})",
                 {"field 'tokenizer.file' is \"..\""});
-  // The revision leaves hidden files out (found by an outside audit: an
-  // edited ".vocab.txt" served under the old revision).
+  // The revision leaves hidden files out, so a hidden tokenizer file is
+  // refused: an edited ".vocab.txt" would serve under the old revision.
   ExpectInvalid(R"({"tokenizer": {"file": ".vocab.txt"}})",
                 {"field 'tokenizer.file' is \".vocab.txt\"; must not be a "
                  "hidden file"});

@@ -33,9 +33,10 @@ TEST_F(ModelTest, RandomModelsAreAPureFunctionOfConfigAndSeed) {
             read(dir_ + "/c/model.safetensors"));
 }
 
-// Found by an outside audit: `favor-model init --init_std nan` wrote a
-// NaN model and exited 0, and a vocabulary of two billion died of
-// std::bad_alloc; both are refused now, before anything is written.
+// A spread that is not a finite number >= 0 (`favor-model init --init_std
+// nan` would write a NaN model and exit 0) and a vocabulary of two billion
+// (which would die of std::bad_alloc) are refused before anything is
+// written.
 TEST_F(ModelTest, RefusesANonFiniteSpreadAndAModelTooLargeToHold) {
   RandomModelOptions options;
   for (const double bad : {std::nan(""), -0.5, HUGE_VAL}) {

@@ -63,8 +63,8 @@ TEST_F(SafetensorsTest, RejectsADirectory) {
   EXPECT_THAT(std::string(file.status().message()), HasSubstr(dir_));
 }
 
-// A named pipe must not make Open wait for a writer (found by an outside
-// audit: a model.safetensors FIFO hung favor-server for good).
+// A named pipe must not make Open wait for a writer: a model.safetensors
+// FIFO would hang favor-server for good.
 TEST_F(SafetensorsTest, RefusesANamedPipeWithoutWaiting) {
   const std::string path = dir_ + "/model.safetensors";
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);

@@ -3,10 +3,10 @@
 --drain_timeout_seconds + 1 s (docs/server.md, Shutdown), not when the batch
 does, and the call queued behind that batch is answered UNAVAILABLE.
 
-A batch cannot be interrupted. An audit from outside found the drain
-waiting for it: with --drain_timeout_seconds=1 the process ended 9 s after
-the signal, and the call queued behind it was answered only then, past any
-grace period sized on the documented bound.
+A batch cannot be interrupted, and the drain must not wait for it: with
+--drain_timeout_seconds=1 the process would end 9 s after the signal, and
+the call queued behind it would be answered only then, past any grace
+period sized on the documented bound.
 
 Usage: drain_bound_test.py SERVER_BINARY MODEL_REPOSITORY PROTO_ROOT
 Needs Debian's python3-grpcio and python3-protobuf (run with /usr/bin/python3).

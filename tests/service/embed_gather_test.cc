@@ -108,8 +108,8 @@ TEST_F(EmbedGatherTest, ReleaseAccountsForInputsNeverEnqueued) {
 
 // The service's path when a call's last input is refused by a full queue:
 // the batcher completes it (InputDone), then the service releases the
-// inputs after it, none. Found by an outside audit: answering twice freed a
-// stream message twice and aborted favor-server.
+// inputs after it, none. The call is answered once: answering twice would
+// free a stream message twice and abort favor-server.
 TEST_F(EmbedGatherTest, ReleasingNoneAfterTheLastInputDoesNotAnswerAgain) {
   std::unique_ptr<EmbedGather> gather = Gather(1);
   gather->InputDone(0, EmbedWork(), absl::ResourceExhaustedError("full"));

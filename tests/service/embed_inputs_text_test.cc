@@ -191,9 +191,9 @@ TEST(TextInputTest, NoRoomBesideTheSpecialTokens) {
               HasSubstr("max_tokens_per_input (2) leaves no room for text"));
 }
 
-// Found by an outside audit: text a tokenizer drops whole (whitespace, a
-// soft hyphen) for a model that adds no special tokens met the batcher's
-// "num_tokens must be >= 1", which names no input.
+// Text a tokenizer drops whole (whitespace, a soft hyphen) for a model that
+// adds no special tokens is refused naming the input, rather than meeting
+// the batcher's "num_tokens must be >= 1", which names no input.
 TEST(TextInputTest, TextWithNoTokensAndNoSpecialTokensNamesTheInput) {
   const auto bare = tokenizer::TokenizerFromHuggingFaceJson(
       R"({"normalizer": {"type": "BertNormalizer"},

@@ -50,10 +50,10 @@ TEST_F(FakeServiceTest, EmbedStreamAnswersEveryMessageByItsId) {
   EXPECT_EQ(answers["m5"].error().code(), grpc::NOT_FOUND);
 }
 
-// Found by an outside audit (favor-bench --streaming against a small
-// queue): a message refused by a full queue was answered twice, which freed
-// it twice and aborted favor-server. Room for two messages here: one
-// running (held in the model), one queued.
+// A message refused by a full queue is answered once: answering it twice
+// would free it twice and abort favor-server (favor-bench --streaming
+// against a small queue does that). Room for two messages here: one running
+// (held in the model), one queued.
 TEST_F(FakeServiceTest, EmbedStreamMessageRefusedByAFullQueueIsAnsweredOnce) {
   FavorService::Options options;
   options.embed_batching.max_queue_requests = 1;
@@ -129,10 +129,10 @@ TEST_F(FakeServiceTest, EmbedStreamBackpressureLosesNothing) {
   EXPECT_EQ(ids.size(), static_cast<size_t>(kMessages));
 }
 
-// Found by an outside audit: a client that sent large requests (token
-// embeddings) and did not read made the server hold 256 answers per stream,
-// twice the memory budget. Reading now also stops at
-// max_stream_answer_bytes_in_flight: at 1 byte, one message at a time.
+// Reading a stream also stops at max_stream_answer_bytes_in_flight: at 1
+// byte, one message at a time. Otherwise a client that sends large requests
+// (token embeddings) and does not read makes the server hold 256 answers
+// per stream, twice the memory budget.
 TEST_F(FakeServiceTest, EmbedStreamStopsReadingAtTheAnswerBytesLimit) {
   FavorService::Options options;
   options.max_stream_answer_bytes_in_flight = 1;

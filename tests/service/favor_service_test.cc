@@ -338,9 +338,9 @@ TEST_F(FakeServiceTest, AnIdleServerRunsACallsInputsInOneBatch) {
   EXPECT_EQ(model_.sequences(), 5 * 256);
 }
 
-// Found by an outside audit: a call with more inputs (or tokens) than the
-// whole queue holds filled it with its own inputs and was refused with a
-// retry hint, on an idle server, every time it was retried.
+// A call with more inputs (or tokens) than the whole queue holds is refused
+// without a retry hint: it would fill the queue with its own inputs and be
+// refused again, on an idle server, every time it was retried.
 TEST_F(FakeServiceTest, ACallLargerThanTheQueueIsRefusedWithoutARetryHint) {
   FavorService::Options options;
   options.embed_batching.max_queue_requests = 2;

@@ -208,8 +208,8 @@ std::vector<BadCall> BadTextCalls() {
       "chunk_overlap_tokens is 32; must be >= 0 and below half of "
       "max_tokens_per_input (64)",
       [](auto& r) { r.set_chunk_overlap_tokens(32); });
-  // Found by tests/fuzz/embed_request_fuzz: 2 × overlap overflowed and wrapped
-  // negative, so a huge overlap passed.
+  // A huge overlap is refused: 2 × overlap must not overflow and wrap
+  // negative, which would let it pass.
   add("overlap past 2^62", invalid,
       "chunk_overlap_tokens is 9223372036854775807; must be >= 0", [](auto& r) {
         r.set_chunk_overlap_tokens(std::numeric_limits<int64_t>::max());
@@ -443,10 +443,10 @@ TEST_F(TextServiceTest, TokenizeGivesIdsTokensAndByteOffsets) {
   EXPECT_THAT(empty.error_message(), HasSubstr("texts[2] is empty"));
 }
 
-// An outside audit: 10 MiB of "!" (within the text limit) was tokenised
-// into a 142 MB answer that gRPC then refused to send, as RESOURCE_EXHAUSTED
-// about a message the client never sent. A Tokenize call answers at most
-// max_tokens_per_call tokens (100 here), as an Embed call reads.
+// A Tokenize call answers at most max_tokens_per_call tokens (100 here), as
+// an Embed call reads. Otherwise 10 MiB of "!" (within the text limit) is
+// tokenised into a 142 MB answer that gRPC refuses to send, as
+// RESOURCE_EXHAUSTED about a message the client never sent.
 TEST_F(TextServiceTest, TokenizeAnswersAtMostACallsTokens) {
   Start();
   std::string text;
@@ -583,12 +583,12 @@ TEST_F(TextServiceTest, EmbedStreamTakesText) {
               HasSubstr("inputs[0].spans[0] is [0, 99): past the end"));
 }
 
-// Found by an outside audit: a text message whose read completed as its
-// stream was cancelled went to the tokenizer queue and was answered after
-// the stream had finished and its reactor was freed: clients cancelling
-// streams just after a text message crashed the server within seconds.
-// Four clients do that here for 3 s (about 13,000 streams), cancelling 0
-// to 1 ms after the write; with the bug back, 5 runs of 5 crashed.
+// A text message whose read completes as its stream is cancelled must not
+// be answered from the tokenizer queue after the stream has finished and
+// its reactor is freed: clients cancelling streams just after a text
+// message would crash the server within seconds. Four clients do that here
+// for 3 s (about 13,000 streams), cancelling 0 to 1 ms after the write; a
+// server that answers such a message late crashes in 5 runs of 5.
 TEST_F(TextServiceTest, StreamsCancelledAfterATextMessageLeaveNothingBehind) {
   Start();
   std::atomic<bool> stop{false};

@@ -1,8 +1,7 @@
 #!/usr/bin/python3
-"""A flood of large requests against a small memory budget (issue 16 §3),
-on the real favor-server and the default model, scaled down from the issue's
-16 × 256k tokens under 3 GB so that it runs in well under a minute on two
-cores.
+"""A flood of large requests against a small memory budget, on the real
+favor-server and the default model: 16 × 256k tokens under 3 GB, scaled
+down so that it runs in well under a minute on two cores.
 
 1. A first server (a budget of 100 GB, never binding) logs what the budget
    counts once (event=memory_budget: resident_bytes, allocator_cache_bytes)

@@ -1,6 +1,5 @@
 #!/usr/bin/python3
-"""Models change without dropped calls (issue 16 §2), on the real
-favor-server.
+"""Models change without dropped calls, on the real favor-server.
 
 A repository holds `default` (revision v1) and `other`. Reference
 embeddings of a few inputs come from a second server serving v1 and v2
@@ -208,8 +207,7 @@ def main():
                   % (callers.count(v1), callers.count(v2)))
             # SIGTERM while a pass reads a huge folder (weights grown to a
             # sparse 256 GiB: minutes to read for the revision, no disk) is
-            # answered at once, not after the pass (found by an outside
-            # audit: 46 s for 64 GiB).
+            # answered at once, not after the pass (46 s for 64 GiB).
             slow = os.path.join(repository, "slow")
             make_model(favor_model, slow, 5)
             with open(os.path.join(slow, "model.safetensors"), "r+b") as f:

@@ -217,8 +217,8 @@ TEST(LoadTokenizerTest, HostileTokenizerJsonIsAnErrorNamingTheProblem) {
        "must be an integer in [0, 6]"},
       {Edit(R"("unk_token": "[UNK]")", R"("unk_token": "<unk>")"),
        "not in the vocabulary"},
-      // Found by tests/fuzz/tokenizer_fuzz: a special token past the
-      // vocabulary.
+      // A special token past the vocabulary (tests/fuzz/tokenizer_fuzz
+      // makes them).
       {Edit(R"("ids": [3])", R"("ids": [8])"),
        "special token \"[SEP]\" has id 8, outside the vocabulary (7 ids)"},
       {Edit(R"("max_input_chars_per_word": 100)",
@@ -380,9 +380,9 @@ TEST(LoadTokenizerTest, GarbageSentencePieceModelIsAnError) {
   }
 }
 
-// Found by tests/fuzz/tokenizer_fuzz: a piece that starts with a NUL byte is
-// a zero-length key to libsentencepiece's trie builder, which throws instead
-// of failing the load (Debian's own spm_encode dies on this model).
+// A piece that starts with a NUL byte is a zero-length key to
+// libsentencepiece's trie builder, which throws instead of failing the load
+// (Debian's own spm_encode dies on this model); the load is an error.
 TEST(LoadTokenizerTest, SentencePieceModelWithAnEmptyTrieKeyIsAnError) {
   static constexpr char kModel[] =
       "\x0a\x0e\x0a\x05\x3c\x75\x6e\x6b\x3e\x15\x00\x00\x00\x00\x18\x02"

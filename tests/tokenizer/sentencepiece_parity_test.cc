@@ -135,9 +135,8 @@ TEST_P(SentencePieceParityTest, LongRunsOfUnknownCharactersAreRefused) {
   refused(repeat(kUnknown, most + 1), 0);
   refused(absl::StrCat("a a", repeat(kUnknown, most + 1)), 3);
   // A character that combining marks follow joins the run, known or not
-  // (the normaliser may compose them into one the model lacks): the
-  // audit's "a" and U+0301 (known to both models) a million times took
-  // 26 s.
+  // (the normaliser may compose them into one the model lacks): "a" and
+  // U+0301 (known to both models) a million times would take 26 s.
   refused(absl::StrCat("a a", repeat("\xCC\x81", 40000)), 2);
 }
 

@@ -35,8 +35,9 @@ TEST(AttendInputTest, BadShapesAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// Found by an outside audit: a large shape was allocated (bad_alloc) or
-// overflowed int64 (length_error), both uncaught, exit 134.
+// A shape past the server's limit is an error before anything is
+// allocated: a large one would throw bad_alloc, or overflow int64
+// (length_error), and either, uncaught, exit 134.
 TEST(AttendInputTest, ShapesPastTheServersLimitAreInvalidArgument) {
   for (const char* shape : {"1,1,100000,100000", "3037000500,3037000500,1,1",
                             "9223372036854775807,2,1,1"}) {

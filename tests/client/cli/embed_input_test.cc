@@ -37,7 +37,7 @@ TEST(TokenInputTest, ArgumentsWithBadIdsNameTheArgument) {
   EXPECT_THAT(empty.status().message(), HasSubstr("no token id"));
 }
 
-// Found by an outside audit: "101,,102" was embedded as [101, 102].
+// A comma needs an id on each side: "101,,102" must not embed as [101, 102].
 TEST(TokenInputTest, ACommaWithNoIdOnOneSideIsAnError) {
   for (const char* bad : {"101,,102", "101,102,", ",101", "1, ,2"}) {
     auto inputs = ParseTokenArguments({bad});

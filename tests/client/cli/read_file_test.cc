@@ -34,8 +34,8 @@ TEST(ReadFileTest, MissingFileIsNotFoundNamingIt) {
             "cannot read '" + path + "': No such file or directory");
 }
 
-// Found by an outside audit: libstdc++'s filebuf threw from the read (an
-// uncaught exception, exit 134) for a directory or an I/O error.
+// A directory or an I/O error is a Status, not an exception: libstdc++'s
+// filebuf throws from the read, which uncaught would exit 134.
 TEST(ReadFileTest, DirectoryIsNotFoundNotAnException) {
   const std::string path = ::testing::TempDir();
   absl::StatusOr<std::string> content = ReadFile(path);

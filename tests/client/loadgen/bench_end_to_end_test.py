@@ -81,7 +81,7 @@ def check_text_report(tool, server):
 
 def check_server_dies_mid_run(tool, binary, repository, tmp):
     """A run whose server is killed after a second reports what it counted
-    and exits 14 (it exited 0, found by an outside audit), in both modes."""
+    and exits 14, not 0, in both modes."""
     for transport in ([], ["--streaming"]):
         server = FavorServer(binary, repository, os.path.join(tmp, "dying.log"))
         bench_process = subprocess.Popen(

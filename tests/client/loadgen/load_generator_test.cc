@@ -137,8 +137,8 @@ TEST_F(LoadGeneratorTest, OpenLoopWithWarmUp) {
   }
 }
 
-// Found by an outside audit: a warm-up call still running when counting
-// began took server time from the measured phase (1.37 against 1.82
+// The warm-up's calls are done before counting begins: one still running
+// would take server time from the measured phase (1.37 against 1.82
 // requests/s for 16k-token calls). Here each call costs 300 ms and the
 // warm-up is 400 ms: its second call runs until 600 ms. Counted from 400
 // ms, 4 calls would take 1.4 s (2.9/s, not 1/0.3 s = 3.3/s).
@@ -164,7 +164,7 @@ TEST_F(LoadGeneratorTest, WarmUpWorkIsDoneBeforeTheMeasuredPhase) {
 }
 
 // A server that answers every message but never ends the stream: the run
-// ends anyway (it hung in Finish, found by an outside audit).
+// ends anyway, rather than hang in Finish.
 class EndlessStreamService final : public v1::Favor::Service {
  public:
   grpc::Status EmbedStream(
@@ -241,7 +241,7 @@ TEST(LoadOptionsTest, BadOptionsAreInvalidArgument) {
   negative_rate.request_rate_per_second = -1;
   LoadOptions no_vocabulary = options;
   no_vocabulary.vocab_size = 0;
-  // Negative bounds were taken as none (an audit from outside).
+  // Negative bounds are errors, not taken as none.
   LoadOptions negative_count = options;
   negative_count.request_count = -5;
   LoadOptions negative_duration = options;

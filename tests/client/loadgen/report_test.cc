@@ -1,6 +1,6 @@
 // favor-bench's report of a run in which no call succeeded: no latency was
-// measured, so none is printed (an outside audit read "p50 0.000 ... max
-// 0.000" as a measurement).
+// measured, so none is printed ("p50 0.000 ... max 0.000" would read as a
+// measurement).
 #include "client/loadgen/report.h"
 
 #include <string>
