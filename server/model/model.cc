@@ -221,6 +221,9 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
       Describe(directory, config, options, device, loaded);
   description.tokenizer = std::move(tokenizer);
   description.prompts = std::move(folder.prompts);
+  if (folder.format == FolderFormat::kHuggingFace) {
+    description.architecture = folder.architecture;
+  }
   description.default_prompt_name = std::move(folder.default_prompt_name);
   Encoder encoder(std::move(config), std::move(loaded.weights),
                   std::move(encoder_options));

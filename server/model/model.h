@@ -164,6 +164,8 @@ struct ModelDescription {
   // request names none ("" for none).
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;
+  // "favor" for Favor's own format, else the Hugging Face class it runs as.
+  std::string architecture = "favor";
 };
 
 // Checks a packed batch against a model's limits without computing:

@@ -91,6 +91,7 @@ void FillConfig(const model::ModelDescription& model, v1::ModelConfig* out) {
     (*out->mutable_prompts())[name] = text;
   }
   out->set_default_prompt_name(model.default_prompt_name);
+  out->set_architecture(model.architecture);
 }
 
 }  // namespace

@@ -184,6 +184,8 @@ def check_model(port, name, built):
     assert answer["usage"]["prompt_tokens"] == tokens, (name, answer["usage"])
     status, model = http(port, "/v1/favor/GetModel", {"model": name})
     assert status == 200, (name, status, model)
+    assert model["model"]["config"]["architecture"] == case.get(
+        "runs_as", case["class"]), (name, model["model"]["config"])
     if case["module"] is hf_reference.nomic_bert:
         assert model["model"]["config"]["prompts"] == PROMPTS, model
         check_prompt(port, name, built)

@@ -556,6 +556,7 @@ TEST_F(TextServiceTest, GetModelReportsTheTokenizerAndTheTextLimits) {
   EXPECT_EQ(tokenizer.special_tokens(1).id(), 3u);
   EXPECT_EQ(response.model().limits().max_text_bytes_per_call(), 1000);
   EXPECT_EQ(response.model().limits().max_spans_per_input(), 7);
+  EXPECT_EQ(response.model().config().architecture(), "favor");
 }
 
 TEST_F(TextServiceTest, EmbedStreamTakesText) {
