@@ -1,7 +1,9 @@
 #include "server/app/http_flags.h"
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -23,7 +25,8 @@ const favor::http::ApiHandler::Options kApi;
 
 ABSL_FLAG(int, http_port, kHttp.port,
           "port of the HTTP/JSON API (OpenAI's /v1/embeddings and "
-          "/v1/models, /v1/favor/<Method>, /health); 0: no HTTP API");
+          "/v1/models, /v1/favor/<Method>, /health, /openapi.json, /docs); 0: "
+          "no HTTP API");
 ABSL_FLAG(int, http_threads, kHttp.num_threads,
           "threads of the HTTP event loop (handlers never block)");
 ABSL_FLAG(int, http_max_connections, kHttp.max_connections,
@@ -44,12 +47,34 @@ ABSL_FLAG(int64_t, http_default_timeout_millis,
           absl::ToInt64Milliseconds(kApi.default_timeout),
           "deadline (queue and compute) of an HTTP request without an "
           "X-Request-Timeout header");
+ABSL_FLAG(std::string, docs_dir, "",
+          "folder of the /docs page's files (Swagger UI; the build installs "
+          "them); empty: docs/ beside favor-server, else "
+          "../share/favor/docs from it");
 ABSL_FLAG(std::vector<std::string>, http_cors_allow_origins, {},
           "origins whose web pages may call the HTTP API from a browser "
           "(CORS), comma-separated, e.g. https://app.example.com; '*': any; "
           "empty: none");
 
 namespace favor {
+namespace {
+
+// --docs_dir, or where the build and an installation put the page: docs/
+// beside the executable (the build tree's server/) and
+// ../share/favor/docs from it (an installation's bin/, as in the image).
+std::vector<std::string> DocsDirs() {
+  const std::string flag = absl::GetFlag(FLAGS_docs_dir);
+  if (!flag.empty()) return {flag};
+  std::error_code error;
+  const std::filesystem::path exe =
+      std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  const std::filesystem::path dir = exe.parent_path();
+  return {(dir / "docs").string(),
+          (dir.parent_path() / "share" / "favor" / "docs").string()};
+}
+
+}  // namespace
 
 absl::Status CheckHttpFlagRanges() {
   const absl::Status cors =
@@ -91,6 +116,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
       absl::Milliseconds(absl::GetFlag(FLAGS_http_default_timeout_millis));
   api.cors_allow_origins = absl::GetFlag(FLAGS_http_cors_allow_origins);
   api.call_limits = limits;
+  api.docs_page.dirs = DocsDirs();
   grpc::ChannelArguments channel;
   channel.SetMaxReceiveMessageSize(-1);
   channel.SetMaxSendMessageSize(-1);
@@ -111,6 +137,13 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
   options.tls = tls;
   ASSIGN_OR_RETURN(result->server,
                    http::HttpServer::Create(options, result->handler.get()));
+  const http::DocsPage& docs = result->handler->docs_page();
+  if (docs.status().ok()) {
+    LOG(INFO) << "event=docs_page dir=" << docs.dir();
+  } else {
+    LOG(WARNING) << "event=docs_page_missing reason=\"" << docs.status().message()
+                 << "\"";
+  }
   LOG(INFO) << "event=http_started address=" << options.bind_address
             << " port=" << result->server->port()
             << " tls=" << (tls.cert_file.empty() ? "off" : "on") << " cors="

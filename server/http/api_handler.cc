@@ -13,6 +13,7 @@
 #include "favor/v1/favor.pb.h"
 #include "server/http/api_errors.h"
 #include "server/http/json_codec.h"
+#include "server/http/openapi_document.h"
 #include "server/http/openai_embeddings.h"
 #include "server/service/bearer_auth.h"
 
@@ -23,16 +24,33 @@ namespace bhttp = boost::beast::http;
 
 constexpr absl::string_view kFavorPrefix = "/v1/favor/";
 constexpr absl::string_view kModelsPrefix = "/v1/models/";
+constexpr absl::string_view kDocsPath = "/docs";
 constexpr absl::string_view kTimeoutHeader = "X-Request-Timeout";
 
-enum class RouteKind { kEmbeddings, kModels, kModel, kHealth, kFavor, kNone };
+enum class RouteKind {
+  kEmbeddings,
+  kModels,
+  kModel,
+  kHealth,
+  kFavor,
+  kOpenApi,
+  kDocs,
+  kNone
+};
+
+// Routes that need no key: a page and its description, and health checks.
+bool OpenRoute(RouteKind kind) {
+  return kind == RouteKind::kHealth || kind == RouteKind::kOpenApi ||
+         kind == RouteKind::kDocs;
+}
 
 }  // namespace
 
 struct ApiHandler::Route {
   RouteKind kind = RouteKind::kNone;
   bhttp::verb verb = bhttp::verb::get;
-  std::string method;       // kFavor: the RPC's name; kModel: the model's
+  std::string method;       // kFavor: the RPC's name; kModel: the model's;
+                            // kDocs: the path after /docs
   bool bad_escape = false;  // kModel: a '%' not followed by two hex digits
 };
 
@@ -65,6 +83,7 @@ std::optional<std::string> PercentDecoded(absl::string_view segment) {
 std::string RouteLabel(const Route& route, boost::beast::string_view target) {
   if (route.kind == RouteKind::kNone) return "(other)";
   if (route.kind == RouteKind::kModel) return "/v1/models/{model}";
+  if (route.kind == RouteKind::kDocs) return "/docs";
   if (route.kind == RouteKind::kFavor) {
     return absl::StrCat(kFavorPrefix, route.method);
   }
@@ -84,6 +103,13 @@ Route RouteOf(boost::beast::string_view target) {
             model.value_or(std::string(path)), !model.has_value()};
   }
   if (path == "/health") return {RouteKind::kHealth, bhttp::verb::get, ""};
+  if (path == "/openapi.json") {
+    return {RouteKind::kOpenApi, bhttp::verb::get, ""};
+  }
+  if (absl::ConsumePrefix(&path, kDocsPath) &&
+      (path.empty() || path[0] == '/')) {
+    return {RouteKind::kDocs, bhttp::verb::get, std::string(path)};
+  }
   if (absl::ConsumePrefix(&path, kFavorPrefix) && !path.empty()) {
     return {RouteKind::kFavor, bhttp::verb::post, std::string(path)};
   }
@@ -180,6 +206,11 @@ class ApiHandler::Admitted final : public Exchange {
         return api_->OneModel(route_.method, call, std::move(respond));
       case RouteKind::kHealth:
         return api_->Health(std::move(respond));
+      case RouteKind::kOpenApi:
+        return respond(MakeResponse(Status::ok, "application/json",
+                                    std::string(OpenApiDocument())));
+      case RouteKind::kDocs:
+        return respond(api_->docs_.Serve(route_.method));
       case RouteKind::kFavor:
         return api_->FavorMethod(route_.method, request, call,
                                  std::move(respond));
@@ -205,7 +236,8 @@ ApiHandler::ApiHandler(const Options& options,
       serving_(std::move(serving)),
       metrics_(metrics != nullptr ? metrics : metrics::Metrics::Noop()),
       client_(std::move(channel), options.in_process_key),
-      favor_json_(options.call_limits) {}
+      favor_json_(options.call_limits),
+      docs_(options.docs_page) {}
 
 Responder ApiHandler::Recorded(std::string route, Responder respond) const {
   return [this, route = std::move(route), start = absl::Now(),
@@ -259,7 +291,7 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header,
                 route.verb == bhttp::verb::get ? "GET, HEAD" : "POST");
     return refusal;
   }
-  if (route.kind == RouteKind::kHealth) return std::nullopt;
+  if (OpenRoute(route.kind)) return std::nullopt;
   if (route.bad_escape) {
     return ErrorResponse(
         Status::bad_request,

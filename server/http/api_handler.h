@@ -5,6 +5,10 @@
 //   POST /v1/favor/<Method> every unary favor.v1.Favor RPC as proto3 JSON
 //                           (favor_json.h)
 //   GET  /health            200 while serving, 503 otherwise; no key needed
+//   GET  /openapi.json      the API's OpenAPI 3.1 document
+//                           (openapi_document.h); no key needed
+//   GET  /docs[/<file>]     the page that shows it and sends its examples
+//                           (docs_page.h); no key needed
 //   OPTIONS (any route)     CORS preflight, with Options.cors_allow_origins
 //                           (cors.h); no key needed
 //
@@ -34,6 +38,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/http/cors.h"
+#include "server/http/docs_page.h"
 #include "server/http/favor_json.h"
 #include "server/http/http_server.h"
 #include "server/http/service_client.h"
@@ -60,6 +65,8 @@ class ApiHandler final : public Handler {
     // The service's per-call limits: a body that holds more than a call
     // within them is refused before protobuf parses it (json_codec.h).
     CallLimits call_limits;
+    // Where GET /docs's files are (docs_page.h); read once, here.
+    DocsPage::Options docs_page;
   };
 
   // `channel` reaches the Favor service (favor-server: the gRPC server's
@@ -72,6 +79,9 @@ class ApiHandler final : public Handler {
 
   Admission Accept(const RequestHeader& header) override;
   Response Refuse(Status status, absl::string_view message) override;
+
+  // GET /docs's page, as read at construction.
+  const DocsPage& docs_page() const { return docs_; }
 
   // A request's target resolved to one of the routes above
   // (api_handler.cc).
@@ -108,6 +118,7 @@ class ApiHandler final : public Handler {
   metrics::Metrics* const metrics_;
   ServiceClient client_;
   FavorJson favor_json_;
+  const DocsPage docs_;
 };
 
 }  // namespace favor::http
