@@ -42,6 +42,8 @@ packages=(
   # client) run on Debian's /usr/bin/python3
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-grpcio python3-protobuf
+  # the OpenAPI contract test validates answers with JSON Schema 2020-12
+  python3-jsonschema
   # tokenizer parity: spm_train and Python's SentencePiece (the npm peers,
   # Hugging Face's tokenizers, are installed by tests/tokenizer/make_references.sh)
   sentencepiece python3-sentencepiece

@@ -1,0 +1,366 @@
+#!/usr/bin/python3
+"""favor-server against its own OpenAPI document (GET /openapi.json).
+
+  openapi_contract_test.py FAVOR_SERVER MODEL_REPOSITORY OPENAPI_JSON
+
+Starts favor-server with the default model, a key and a 1 MiB body limit,
+and checks that it serves the document the build made (OPENAPI_JSON). Then
+it sends, to every route of the document:
+- every example the document gives (request bodies, path parameters), with
+  the key; each must get its `x-expect-status` (200 when absent);
+- probes built from the document for the errors it lists: no key (401, on
+  each route that needs one; the others must answer without), the other
+  method (405), a Content-Encoding (415), malformed JSON (400), a body over
+  the limit (413), a header over the limit (431), a deadline of 1 us (504
+  on the embedding routes; any listed status on the others), a bad
+  X-Request-Timeout (400), and a streaming RPC (501);
+and checks every answer against the document: its status is listed for
+that operation, its Content-Type is one the document gives, a JSON body
+validates against the response's schema (JSON Schema 2020-12, Debian's
+python3-jsonschema), and required headers are there. Prints the coverage:
+which (route, method, status) were exercised, out of those listed.
+"""
+import copy
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import jsonschema
+
+KEY = "contract-test-key"
+MAX_BODY_BYTES = 1 << 20
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fetch(port, method, path, body=None, headers=None):
+    """(status, headers, body bytes), errors included."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=body, method=method,
+        headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return answer.status, answer.headers, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+    except (ConnectionError, urllib.error.URLError) as error:
+        return None, {}, str(error).encode()
+
+
+def raw_exchange(port, request_bytes):
+    """One request written as bytes (for what urllib will not send): the
+    status, headers and body of the answer, read with http.client."""
+    import http.client
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(request_bytes)
+        answer = http.client.HTTPResponse(s)
+        answer.begin()
+        return answer.status, answer.headers, answer.read()
+
+
+class Contract:
+    def __init__(self, document):
+        self.document = document
+        self.resolver = jsonschema.RefResolver.from_schema(document)
+        self.exercised = set()
+        self.failures = []
+
+    def resolve(self, item):
+        while "$ref" in item:
+            item = self.resolver.resolve(item["$ref"])[1]
+        return item
+
+    def check(self, what, template, method, status, headers, body,
+              expected=None):
+        """One answer against the document's operation; records it."""
+        operation = self.document["paths"][template][method.lower()]
+        self.exercised.add((template, method, status))
+        problems = []
+        if expected is not None and status != expected:
+            problems.append(f"status {status}, expected {expected}")
+        responses = operation["responses"]
+        key = str(status)
+        if key not in responses:
+            problems.append(f"status {status} is not in the document "
+                            f"({sorted(responses)})")
+        else:
+            problems += self.check_response(self.resolve(responses[key]),
+                                            headers, body)
+        if problems:
+            self.failures.append(f"{what}: {method} {template}: "
+                                 + "; ".join(problems)
+                                 + f" [body: {body[:300]!r}]")
+        else:
+            print(f"ok {what}: {method} {template} -> {status}")
+
+    def check_response(self, response, headers, body):
+        problems = []
+        for name, header in response.get("headers", {}).items():
+            header = self.resolve(header)
+            value = headers.get(name)
+            if value is None:
+                if header.get("required"):
+                    problems.append(f"header {name} missing")
+                continue
+            try:
+                jsonschema.Draft202012Validator(
+                    header["schema"], resolver=self.resolver).validate(value)
+            except jsonschema.ValidationError as error:
+                problems.append(f"header {name}: {error.message}")
+        content = response.get("content")
+        if not content:
+            return problems
+        media = (headers.get("Content-Type") or "").split(";")[0].strip()
+        if media not in content:
+            return problems + [f"Content-Type {media!r} is not one of "
+                               f"{sorted(content)}"]
+        if media == "application/json":
+            try:
+                value = json.loads(body)
+            except ValueError as error:
+                return problems + [f"the body is not JSON: {error}"]
+            validator = jsonschema.Draft202012Validator(
+                content[media]["schema"], resolver=self.resolver)
+            errors = sorted(validator.iter_errors(value), key=str)
+            problems += [f"schema: {e.message} at "
+                         f"/{'/'.join(map(str, e.absolute_path))}"
+                         for e in errors[:5]]
+        return problems
+
+    def listed(self):
+        """Every (route, method, status) the document lists."""
+        out = set()
+        for template, item in self.document["paths"].items():
+            for method, operation in item.items():
+                for status in operation["responses"]:
+                    out.add((template, method.upper(), int(status)))
+        return out
+
+
+def with_key(headers=None):
+    return {"Authorization": f"Bearer {KEY}", **(headers or {})}
+
+
+def examples_of(item):
+    """{name: example} of a parameter or media type."""
+    if "examples" in item:
+        return item["examples"]
+    if "example" in item:
+        return {"example": {"value": item["example"]}}
+    return {}
+
+
+def send_examples(contract, port):
+    """Every request the document's examples make."""
+    for template, item in contract.document["paths"].items():
+        for method, operation in item.items():
+            method = method.upper()
+            params = [contract.resolve(p) for p in operation.get("parameters", [])]
+            path_params = [p for p in params if p["in"] == "path"]
+            targets = [(template, None, {})]
+            for param in path_params:  # the routes here have at most one
+                targets = [
+                    (template.replace("{%s}" % param["name"],
+                                      urllib.parse.quote(str(e["value"]), safe="")),
+                     e.get("x-expect-status"), name)
+                    for name, e in examples_of(param).items()]
+            body = operation.get("requestBody", {}).get("content", {}).get(
+                "application/json")
+            bodies = ([(n, e) for n, e in examples_of(body).items()]
+                      if body else [(None, None)])
+            for path, path_status, path_example in targets:
+                for name, example in bodies:
+                    expected = path_status or 200
+                    data = None
+                    headers = with_key()
+                    if example is not None:
+                        expected = example.get("x-expect-status", 200)
+                        data = json.dumps(example["value"]).encode()
+                        headers["Content-Type"] = "application/json"
+                    status, answer_headers, answer = fetch(port, method, path,
+                                                           data, headers)
+                    label = "example " + (name or path_example or "(none)")
+                    contract.check(label, template, method, status,
+                                   answer_headers, answer, expected)
+                    if (template == "/v1/embeddings" and status == 200
+                            and not example["value"].get("encoding_format")):
+                        data_ = json.loads(answer)["data"]
+                        assert all(isinstance(d["embedding"], list)
+                                   and d["embedding"] for d in data_), answer
+
+
+def concrete(template, document):
+    """A path of `template` with its first example in each parameter."""
+    operation = next(iter(document["paths"][template].values()))
+    for param in operation.get("parameters", []):
+        if param.get("in") == "path":
+            first = next(iter(param["examples"].values()))["value"]
+            template = template.replace("{%s}" % param["name"], first)
+    return template
+
+
+def first_body(operation):
+    body = operation.get("requestBody", {}).get("content", {}).get(
+        "application/json")
+    if not body:
+        return b"{}"
+    ok = [e for e in examples_of(body).values()
+          if e.get("x-expect-status", 200) == 200]
+    return json.dumps((ok or list(examples_of(body).values()))[0]["value"]).encode()
+
+
+def send_probes(contract, port):
+    """The errors the document lists, provoked on every route that lists
+    them."""
+    document = contract.document
+    for template, item in document["paths"].items():
+        path = concrete(template, document)
+        for method, operation in item.items():
+            method = method.upper()
+            listed = operation["responses"]
+            body = first_body(operation) if method == "POST" else None
+            json_headers = {"Content-Type": "application/json"}
+            # The key: 401 without it where a key is needed; answered
+            # without one where the operation says `security: []`.
+            status, headers, answer = fetch(port, method, path, body,
+                                            dict(json_headers))
+            if operation.get("security") == [] or "401" not in listed:
+                contract.check("no key needed", template, method, status,
+                               headers, answer)
+                assert status not in (401, 403), (template, status)
+            else:
+                contract.check("no key", template, method, status, headers,
+                               answer, 401)
+            other = "GET" if method == "POST" else "POST"
+            status, headers, answer = fetch(
+                port, other, path, b"{}" if other == "POST" else None,
+                with_key(json_headers))
+            contract.check("wrong method " + other, template, method, status,
+                           headers, answer, 405)
+            if "400" in listed:
+                status, headers, answer = fetch(
+                    port, method, path, body,
+                    with_key({**json_headers, "X-Request-Timeout": "soon"}))
+                contract.check("bad X-Request-Timeout", template, method,
+                               status, headers, answer, 400)
+            if "504" in listed:
+                # A deadline of 1 us: Embed answers 504 (its queue checks
+                # deadlines); calls answered at once may still be 200.
+                status, headers, answer = fetch(
+                    port, method, path, body,
+                    with_key({**json_headers, "X-Request-Timeout": "0.000001"}))
+                contract.check("deadline 1 us", template, method, status,
+                               headers, answer,
+                               504 if "Embed" in operation.get(
+                                   "operationId", "") + template else None)
+            if method != "POST":
+                continue
+            if "415" in listed:
+                status, headers, answer = fetch(
+                    port, method, path, body,
+                    with_key({**json_headers, "Content-Encoding": "gzip"}))
+                contract.check("Content-Encoding", template, method, status,
+                               headers, answer, 415)
+            if "400" in listed:
+                status, headers, answer = fetch(port, method, path,
+                                                b'{"model": ', with_key(json_headers))
+                contract.check("malformed JSON", template, method, status,
+                               headers, answer, 400)
+            if "413" in listed:
+                big = b'{"model": "' + b"x" * (MAX_BODY_BYTES + 1) + b'"}'
+                status, headers, answer = fetch(port, method, path, big,
+                                                with_key(json_headers))
+                contract.check("body over the limit", template, method,
+                               status, headers, answer, 413)
+            if "431" in listed:
+                request = (f"{method} {path} HTTP/1.1\r\nHost: x\r\n"
+                           f"X-Padding: {'p' * 20000}\r\n"
+                           "Content-Length: 2\r\n\r\n{}").encode()
+                status, headers, answer = raw_exchange(port, request)
+                contract.check("header over the limit", template, method,
+                               status, headers, answer, 431)
+
+
+def coverage(contract):
+    listed = contract.listed()
+    hit = contract.exercised & listed
+    print(f"coverage: {len(hit)} of {len(listed)} (route, method, status) "
+          "the document lists were exercised")
+    by_route = {}
+    for template, method, status in sorted(listed):
+        mark = "" if (template, method, status) in hit else "-"
+        by_route.setdefault(f"{method} {template}", []).append(f"{mark}{status}")
+    for route, statuses in by_route.items():
+        print(f"  {route}: {' '.join(statuses)}")
+    print("  (-: listed, not exercised)")
+
+
+def wait_healthy(port, server):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            sys.exit(f"favor-server exited with {server.returncode}")
+        status, _, _ = fetch(port, "GET", "/health")
+        if status == 200:
+            return
+        time.sleep(0.2)
+    sys.exit("favor-server did not become healthy in 120 s")
+
+
+def main():
+    binary, repository, document_path = sys.argv[1:4]
+    with open(document_path, "rb") as f:
+        built = f.read()
+    document = json.loads(built)
+    jsonschema.Draft202012Validator.check_schema(
+        {"$defs": document["components"]["schemas"]})
+    with tempfile.TemporaryDirectory() as work:
+        tokens = os.path.join(work, "tokens")
+        with open(tokens, "w") as f:
+            f.write(KEY + "\n")
+        port = free_port()
+        log = open(os.path.join(work, "server.log"), "w+")
+        server = subprocess.Popen(
+            [binary, f"--model_repository={repository}", f"--port={free_port()}",
+             "--metrics_port=0", f"--http_port={port}",
+             f"--auth_tokens_file={tokens}",
+             f"--http_max_body_bytes={MAX_BODY_BYTES}"], stderr=log)
+        try:
+            wait_healthy(port, server)
+            status, _, served = fetch(port, "GET", "/openapi.json")
+            assert status == 200 and served == built, \
+                "GET /openapi.json is not the document the build made"
+            contract = Contract(document)
+            send_examples(contract, port)
+            send_probes(contract, port)
+            status, _, _ = fetch(port, "GET", "/health")
+            assert status == 200, "the server stopped serving"
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+            log.seek(0)
+            if sys.exc_info()[0] is not None:
+                print(log.read()[-4000:])
+    coverage(contract)
+    if contract.failures:
+        print(f"FAILED: {len(contract.failures)} answers disagree with the "
+              "document:")
+        for failure in contract.failures:
+            print("  " + failure)
+        sys.exit(1)
+    print("ok: every answer agrees with the document")
+
+
+if __name__ == "__main__":
+    main()
