@@ -31,6 +31,7 @@ RUN --mount=type=cache,target=/var/cache/apt/archives,id=favor-apt-archives \
       libabsl-dev libboost-dev libssl-dev prometheus-cpp-dev \
       libgoogle-glog-dev nlohmann-json3-dev \
       libutf8proc-dev libsentencepiece-dev libpcre2-dev python3 nodejs npm \
+      python3-protobuf python3-yaml \
  && rm -rf /var/lib/apt/lists/*
 
 # The source at /favor/src and the build at /favor/build, as in the trixie
@@ -68,11 +69,13 @@ RUN --mount=type=cache,target=/favor/ccache,id=favor-ccache \
       -DFAVOR_BUILD_TESTS=OFF -DFAVOR_BUILD_BENCHMARKS=OFF >/dev/null \
  && ccache --zero-stats >/dev/null \
  && cmake --build /favor/build -j "$(nproc)" \
-      --target favor_server favor-cli favor_model_cli default_model \
+      --target favor_server favor_docs_page favor-cli favor_model_cli default_model \
  && ccache --show-stats \
  && mkdir -p /out/bin /out/lib/favor \
  && cp /favor/build/server/favor-server /favor/build/client/cli/favor-cli /out/bin/ \
  && cp /favor/build/server/tokenizer/libfavor_sentencepiece.so /out/lib/favor/ \
+ && test -f /favor/build/server/docs/index.html \
+ && mkdir -p /out/share/favor && cp -r /favor/build/server/docs /out/share/favor/docs \
  && strip --strip-unneeded /out/bin/* /out/lib/favor/* \
  && deploy/container/runtime-packages.sh /out/bin/* /out/lib/favor/* \
       > /out/runtime-packages \
@@ -100,6 +103,9 @@ RUN printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*
 COPY --from=build /out/bin/ /usr/local/bin/
 # favor-server opens SentencePiece's module from ../lib/favor beside it.
 COPY --from=build /out/lib/ /usr/local/lib/
+# The /docs page (Swagger UI, installed from npm by the build), which
+# favor-server finds in ../share/favor/docs beside it.
+COPY --from=build /out/share/ /usr/local/share/
 COPY --from=build /out/models/ /opt/favor/models/
 COPY --chmod=0755 deploy/container/entrypoint.sh /usr/local/bin/favor-entrypoint
 LABEL org.opencontainers.image.title="favor" \
