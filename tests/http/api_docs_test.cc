@@ -11,7 +11,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/http/openapi_document.h"
+#include "server/metrics/metric_names.h"
 #include "tests/http/api_fixture.h"
+#include "tests/metrics/scrape.h"
 
 namespace favor::http {
 namespace {
@@ -90,6 +92,15 @@ TEST_F(ApiDocsTest, PageFilesAreServedFromTheFirstFolderWithAnIndex) {
   ASSERT_TRUE(slash.ok()) << slash.status();
   EXPECT_EQ(slash->status, 308);
   EXPECT_EQ(slash->Header("Location"), "../docs");
+  ASSERT_TRUE(Get("/openapi.json").ok());
+  // Counted under their own routes (the page's files under /docs).
+  const std::string text = metrics_->SerializeText();
+  const std::string total(metrics::kHttpRequestsTotal);
+  using metrics::scrape::FindSample;
+  EXPECT_EQ(FindSample(text, total, {{"route", "/docs"}, {"code", "200"}}), 2);
+  EXPECT_EQ(
+      FindSample(text, total, {{"route", "/openapi.json"}, {"code", "200"}}),
+      1);
 }
 
 TEST_F(ApiDocsTest, NothingOutsideThePageIsServed) {
