@@ -216,6 +216,27 @@ def favor_paths(file, comments, hand):
     return paths
 
 
+def add_to_every_operation(document, common):
+    """The hand-written part's x-favor-every-operation: `parameters` added
+    to every operation, `response_headers` to every response (those of
+    components.responses, and the others)."""
+    parameters = common.get("parameters") or []
+    headers = common.get("response_headers") or {}
+    responses = list(document["components"].get("responses", {}).values())
+    for item in document["paths"].values():
+        for operation in item.values():
+            operation.setdefault("parameters", []).extend(
+                json.loads(json.dumps(parameters)))
+            if not operation["parameters"]:
+                del operation["parameters"]
+            responses += [r for r in operation["responses"].values()
+                          if "$ref" not in r]
+    for response in responses:
+        if headers:
+            response.setdefault("headers", {}).update(
+                json.loads(json.dumps(headers)))
+
+
 def document(descriptor_set_path, hand_path, version):
     files = descriptor_pb2.FileDescriptorSet()
     with open(descriptor_set_path, "rb") as f:
@@ -236,6 +257,7 @@ def document(descriptor_set_path, hand_path, version):
     if clash:
         sys.exit(f"make_openapi: paths defined twice: {sorted(clash)}")
     hand["paths"].update(generated)
+    add_to_every_operation(hand, hand.pop("x-favor-every-operation") or {})
     return hand
 
 
