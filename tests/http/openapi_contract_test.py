@@ -14,6 +14,7 @@ it sends, to every route of the document:
   the limit (413), a header over the limit (431), a deadline of 1 us (504
   on the embedding routes; any listed status on the others), a bad
   X-Request-Timeout (400), and a streaming RPC (501);
+and, on a second server without the /docs page, /docs and its files (503);
 and checks every answer against the document: its status is listed for
 that operation, its Content-Type is one the document gives, a JSON body
 validates against the response's schema (JSON Schema 2020-12, Debian's
@@ -318,6 +319,31 @@ def wait_healthy(port, server):
     sys.exit("favor-server did not become healthy in 120 s")
 
 
+def run_server(binary, repository, work, flags, check):
+    """favor-server with the default model, a key and `flags`, while
+    check(port) runs."""
+    tokens = os.path.join(work, "tokens")
+    with open(tokens, "w") as f:
+        f.write(KEY + "\n")
+    port = free_port()
+    log = open(os.path.join(work, "server.log"), "w+")
+    server = subprocess.Popen(
+        [binary, f"--model_repository={repository}", f"--port={free_port()}",
+         "--metrics_port=0", f"--http_port={port}",
+         f"--auth_tokens_file={tokens}"] + flags, stderr=log)
+    try:
+        wait_healthy(port, server)
+        check(port)
+        status, _, _ = fetch(port, "GET", "/health")
+        assert status == 200, "the server stopped serving"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        log.seek(0)
+        if sys.exc_info()[0] is not None:
+            print(log.read()[-4000:])
+
+
 def main():
     binary, repository, document_path = sys.argv[1:4]
     with open(document_path, "rb") as f:
@@ -325,33 +351,31 @@ def main():
     document = json.loads(built)
     jsonschema.Draft202012Validator.check_schema(
         {"$defs": document["components"]["schemas"]})
+    contract = Contract(document)
+
+    def everything(port):
+        status, _, served = fetch(port, "GET", "/openapi.json")
+        assert status == 200 and served == built, \
+            "GET /openapi.json is not the document the build made"
+        send_examples(contract, port)
+        send_probes(contract, port)
+
+    def without_page(port):
+        # A server whose page was not installed (npm unreachable at build
+        # time): /docs and its files are 503, the document still served.
+        for template, path in (("/docs", "/docs"),
+                               ("/docs/{file}", concrete("/docs/{file}", document))):
+            status, headers, answer = fetch(port, "GET", path)
+            contract.check("no page", template, "GET", status, headers,
+                           answer, 503)
+        status, _, served = fetch(port, "GET", "/openapi.json")
+        assert status == 200 and served == built, "no document without a page"
+
     with tempfile.TemporaryDirectory() as work:
-        tokens = os.path.join(work, "tokens")
-        with open(tokens, "w") as f:
-            f.write(KEY + "\n")
-        port = free_port()
-        log = open(os.path.join(work, "server.log"), "w+")
-        server = subprocess.Popen(
-            [binary, f"--model_repository={repository}", f"--port={free_port()}",
-             "--metrics_port=0", f"--http_port={port}",
-             f"--auth_tokens_file={tokens}",
-             f"--http_max_body_bytes={MAX_BODY_BYTES}"], stderr=log)
-        try:
-            wait_healthy(port, server)
-            status, _, served = fetch(port, "GET", "/openapi.json")
-            assert status == 200 and served == built, \
-                "GET /openapi.json is not the document the build made"
-            contract = Contract(document)
-            send_examples(contract, port)
-            send_probes(contract, port)
-            status, _, _ = fetch(port, "GET", "/health")
-            assert status == 200, "the server stopped serving"
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
-            log.seek(0)
-            if sys.exc_info()[0] is not None:
-                print(log.read()[-4000:])
+        run_server(binary, repository, work,
+                   [f"--http_max_body_bytes={MAX_BODY_BYTES}"], everything)
+        run_server(binary, repository, work,
+                   [f"--docs_dir={os.path.join(work, 'no-page')}"], without_page)
     coverage(contract)
     if contract.failures:
         print(f"FAILED: {len(contract.failures)} answers disagree with the "
