@@ -76,6 +76,16 @@ TEST_F(ApiDocsTest, OpenApiDocumentIsServedWithoutAKey) {
   ExpectError(Get("/v1/models"), 401);
 }
 
+// Every route the server counts in its metrics (metric_names.h lists
+// them all) is in the document, so that a new route cannot be left out.
+TEST(OpenApiDocumentTest, DescribesEveryRouteTheServerHas) {
+  const auto document = nlohmann::json::parse(OpenApiDocument());
+  for (absl::string_view route : metrics::kHttpRoutes) {
+    EXPECT_TRUE(document["paths"].contains(std::string(route)))
+        << route << " is not in server/http/openapi/openapi.yaml";
+  }
+}
+
 TEST_F(ApiDocsTest, PageFilesAreServedFromTheFirstFolderWithAnIndex) {
   StartWithPage({(root_ / "none").string(), (root_ / "page").string()});
   auto page = Get("/docs");

@@ -217,17 +217,24 @@ def favor_paths(file, comments, hand):
 
 
 def add_to_every_operation(document, common):
-    """The hand-written part's x-favor-every-operation: `parameters` added
-    to every operation, `response_headers` to every response (those of
-    components.responses, and the others)."""
+    """The hand-written part's x-favor-every-operation: `parameters` and
+    `responses` (where its status is not listed yet) added to every
+    operation but those marked `x-favor-every-operation: false`, and
+    `response_headers` to every response (those of components.responses,
+    and the others)."""
     parameters = common.get("parameters") or []
+    statuses = common.get("responses") or {}
     headers = common.get("response_headers") or {}
     responses = list(document["components"].get("responses", {}).values())
     for item in document["paths"].values():
         for operation in item.values():
-            operation.setdefault("parameters", []).extend(
-                json.loads(json.dumps(parameters)))
-            if not operation["parameters"]:
+            if operation.pop("x-favor-every-operation", True):
+                operation.setdefault("parameters", []).extend(
+                    json.loads(json.dumps(parameters)))
+                for status, response in statuses.items():
+                    operation["responses"].setdefault(
+                        status, json.loads(json.dumps(response)))
+            if not operation.get("parameters", True):
                 del operation["parameters"]
             responses += [r for r in operation["responses"].values()
                           if "$ref" not in r]
