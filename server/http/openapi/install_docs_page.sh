@@ -15,9 +15,10 @@ src=${1:?usage: install_docs_page.sh <source dir> <npm dir> <page dir>}
 npm_dir=${2:?usage: install_docs_page.sh <source dir> <npm dir> <page dir>}
 page=${3:?usage: install_docs_page.sh <source dir> <npm dir> <page dir>}
 dist=$npm_dir/node_modules/swagger-ui-dist
-# What index.html loads, and the licence that comes with it.
+# What index.html loads, and the licences and notice that come with it
+# (Swagger UI's, Apache-2.0, and those of what its bundle holds).
 files=(swagger-ui-bundle.js swagger-ui.css favicon-32x32.png favicon-16x16.png
-       LICENSE)
+       LICENSE NOTICE swagger-ui-bundle.js.LICENSE.txt)
 
 left_out() {
   echo "install_docs_page: WARNING: $*; favor-server is built without its" \
@@ -31,8 +32,11 @@ if ! cmp -s "$src/package.json" "$npm_dir/package.json" ||
    [[ ! -f "$dist/swagger-ui-bundle.js" ]]; then
   command -v npm >/dev/null || left_out "npm is missing"
   cp "$src/package.json" "$npm_dir/package.json"
-  npm install --prefix "$npm_dir" --no-package-lock --no-audit --no-fund \
-    --loglevel=error || left_out "npm install of swagger-ui-dist failed"
+  # swagger-ui-dist depends on @scarf/scarf, whose install step reports the
+  # installation to scarf.sh unless told not to.
+  SCARF_ANALYTICS=false npm install --prefix "$npm_dir" --no-package-lock \
+    --no-audit --no-fund --loglevel=error ||
+    left_out "npm install of swagger-ui-dist failed"
 fi
 rm -rf "$page"
 mkdir -p "$page"
@@ -42,5 +46,6 @@ for file in "${files[@]}"; do
 done
 cp "$src/index.html" "$page/index.html"
 version=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$dist/package.json" | head -1)
-echo "swagger-ui-dist $version (npm), Apache-2.0: LICENSE" > "$page/README"
+echo "swagger-ui-dist $version (npm), Apache-2.0: LICENSE and NOTICE;" \
+  "the bundle's parts: swagger-ui-bundle.js.LICENSE.txt" > "$page/README"
 touch "$page/.installed"
