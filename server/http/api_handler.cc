@@ -355,16 +355,18 @@ void ApiHandler::Embeddings(const Request& request,
   absl::StatusOr<EmbeddingsCall> embeddings =
       ParseEmbeddingsRequest(request.body(), options_.call_limits);
   if (!embeddings.ok()) return respond(ErrorResponse(embeddings.status()));
+  std::string request_bytes = embeddings->request.SerializeAsString();
   client_.Call(
-      "Embed", embeddings->request.SerializeAsString(), call,
-      [base64 = embeddings->base64,
+      "Embed", std::move(request_bytes), call,
+      [embeddings = *std::move(embeddings),
        respond = std::move(respond)](ServiceClient::Answer answer) mutable {
         auto response = ParseAnswer<v1::EmbedResponse>(answer);
         if (!response.ok()) {
           return respond(
               ErrorResponse(response.status(), answer.retry_after_millis));
         }
-        Response ok = JsonResponse(EmbeddingsResponseJson(*response, base64));
+        Response ok =
+            JsonResponse(EmbeddingsResponseJson(*response, embeddings));
         SetTimingHeaders(*response, ok);
         respond(std::move(ok));
       });
