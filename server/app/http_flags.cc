@@ -78,7 +78,8 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
     const std::vector<std::string>& tokens, const std::string& in_process_key,
     const http::CallLimits& limits, const http::HttpServer::TlsFiles& tls,
-    absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics) {
+    absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics,
+    AccessLog* access_log) {
   const int port = absl::GetFlag(FLAGS_http_port);
   if (port == 0) {
     LOG(INFO) << "event=http_disabled reason=\"--http_port=0\"";
@@ -91,6 +92,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
       absl::Milliseconds(absl::GetFlag(FLAGS_http_default_timeout_millis));
   api.cors_allow_origins = absl::GetFlag(FLAGS_http_cors_allow_origins);
   api.call_limits = limits;
+  api.access_log = access_log;
   grpc::ChannelArguments channel;
   channel.SetMaxReceiveMessageSize(-1);
   channel.SetMaxSendMessageSize(-1);
