@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -9,12 +10,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "favor/v1/favor.pb.h"
+#include "server/common/request_id.h"
 #include "server/http/api_errors.h"
 #include "server/http/json_codec.h"
 #include "server/http/openapi_document.h"
 #include "server/http/openai_embeddings.h"
+#include "server/http/server_info.h"
 #include "server/service/bearer_auth.h"
 
 namespace favor::http {
@@ -26,12 +30,14 @@ constexpr absl::string_view kFavorPrefix = "/v1/favor/";
 constexpr absl::string_view kModelsPrefix = "/v1/models/";
 constexpr absl::string_view kDocsPath = "/docs";
 constexpr absl::string_view kTimeoutHeader = "X-Request-Timeout";
+constexpr char kRequestIdResponseHeader[] = "X-Request-Id";
 
 enum class RouteKind {
   kEmbeddings,
   kModels,
   kModel,
   kHealth,
+  kInfo,
   kFavor,
   kOpenApi,
   kDocs,
@@ -49,9 +55,10 @@ bool OpenRoute(RouteKind kind) {
 struct ApiHandler::Route {
   RouteKind kind = RouteKind::kNone;
   bhttp::verb verb = bhttp::verb::get;
-  std::string method;       // kFavor: the RPC's name; kModel: the model's;
-                            // kDocs: the path after /docs
-  bool bad_escape = false;  // kModel: a '%' not followed by two hex digits
+  std::string method;  // kFavor: the RPC's name; kModel, kInfo: the model's;
+                       // kDocs: the path after /docs
+  bool bad_escape = false;  // kModel, kInfo: a '%' not followed by two hex
+                            // digits
 };
 
 namespace {
@@ -84,6 +91,7 @@ std::string RouteLabel(const Route& route, boost::beast::string_view target) {
   if (route.kind == RouteKind::kNone) return "(other)";
   if (route.kind == RouteKind::kModel) return "/v1/models/{model}";
   if (route.kind == RouteKind::kDocs) return "/docs";
+  if (route.kind == RouteKind::kInfo) return "/info";
   if (route.kind == RouteKind::kFavor) {
     return absl::StrCat(kFavorPrefix, route.method);
   }
@@ -91,9 +99,26 @@ std::string RouteLabel(const Route& route, boost::beast::string_view target) {
   return std::string(path.substr(0, path.find('?')));
 }
 
+// GET /info?model=NAME: NAME, percent-decoded; empty for the default model.
+Route InfoRoute(absl::string_view query) {
+  Route route{RouteKind::kInfo, bhttp::verb::get, ""};
+  for (absl::string_view pair : absl::StrSplit(query, '&')) {
+    if (!absl::ConsumePrefix(&pair, "model=")) continue;
+    std::optional<std::string> model = PercentDecoded(pair);
+    route.method = model.value_or(std::string(pair));
+    route.bad_escape = !model.has_value();
+  }
+  return route;
+}
+
 Route RouteOf(boost::beast::string_view target) {
   absl::string_view path = ViewOf(target);
-  path = path.substr(0, path.find('?'));
+  const size_t question = path.find('?');
+  const absl::string_view query = question == absl::string_view::npos
+                                      ? absl::string_view()
+                                      : path.substr(question + 1);
+  path = path.substr(0, question);
+  if (path == "/info") return InfoRoute(query);
   if (path == "/v1/embeddings")
     return {RouteKind::kEmbeddings, bhttp::verb::post, ""};
   if (path == "/v1/models") return {RouteKind::kModels, bhttp::verb::get, ""};
@@ -165,28 +190,45 @@ void SetTimingHeaders(const v1::EmbedResponse& answer, Response& response) {
   response.set("x-compute-tokens", absl::StrCat(answer.num_tokens()));
 }
 
+// Every value of the header `name` (usually none or one).
+std::vector<absl::string_view> HeaderValues(const RequestHeader& header,
+                                            absl::string_view name) {
+  std::vector<absl::string_view> values;
+  const auto [begin, end] =
+      header.equal_range(boost::beast::string_view(name.data(), name.size()));
+  for (auto it = begin; it != end; ++it) values.push_back(ViewOf(it->value()));
+  return values;
+}
+
 }  // namespace
 
-// One request that its header admitted: its route, its metrics label and
-// the timeout its service call gets, made once from the header.
+// One request that its header admitted: its route, its metrics label, its
+// ids and the timeout its service call gets, made once from the header.
 class ApiHandler::Admitted final : public Exchange {
  public:
   Admitted(ApiHandler* api, Route route, std::string route_label,
-           absl::Duration timeout)
+           absl::Duration timeout, CallIds ids, std::string peer)
       : api_(api),
         route_(std::move(route)),
         route_label_(std::move(route_label)),
-        timeout_(timeout) {}
+        timeout_(timeout),
+        ids_(std::move(ids)),
+        peer_(std::move(peer)) {}
 
   void Handle(const Request& request, Responder undecorated,
               std::shared_ptr<ClientGone> client_gone) override {
+    auto record = std::make_shared<AccessRecord>();
+    record->request_id = ids_.request_id;
+    record->traceparent = ids_.traceparent;
+    record->peer = peer_;
     Responder respond = api_->Recorded(
         route_label_,
         [api = api_, origin = std::string(request[bhttp::field::origin]),
          respond = std::move(undecorated)](Response response) mutable {
           api->cors_.Decorate(origin, response);
           respond(std::move(response));
-        });
+        },
+        record);
     if (api_->cors_.enabled() && CorsPolicy::IsPreflight(request)) {
       absl::StatusOr<Response> preflight =
           api_->cors_.Preflight(request, ViewOf(bhttp::to_string(route_.verb)));
@@ -197,6 +239,9 @@ class ApiHandler::Admitted final : public Exchange {
     ServiceClient::CallOptions call;
     call.deadline = absl::Now() + timeout_;
     call.client_gone = std::move(client_gone);
+    call.request_id = ids_.request_id;
+    call.traceparent = ids_.traceparent;
+    call.usage = std::move(record);
     switch (route_.kind) {
       case RouteKind::kEmbeddings:
         return api_->Embeddings(request, call, std::move(respond));
@@ -211,6 +256,8 @@ class ApiHandler::Admitted final : public Exchange {
                                     std::string(OpenApiDocument())));
       case RouteKind::kDocs:
         return respond(api_->docs_.Serve(route_.method));
+      case RouteKind::kInfo:
+        return api_->Info(route_.method, call, std::move(respond));
       case RouteKind::kFavor:
         return api_->FavorMethod(route_.method, request, call,
                                  std::move(respond));
@@ -225,6 +272,8 @@ class ApiHandler::Admitted final : public Exchange {
   const Route route_;
   const std::string route_label_;
   const absl::Duration timeout_;
+  const CallIds ids_;
+  const std::string peer_;
 };
 
 ApiHandler::ApiHandler(const Options& options,
@@ -239,35 +288,74 @@ ApiHandler::ApiHandler(const Options& options,
       favor_json_(options.call_limits),
       docs_(options.docs_page) {}
 
-Responder ApiHandler::Recorded(std::string route, Responder respond) const {
+Responder ApiHandler::Recorded(std::string route, Responder respond,
+                               std::shared_ptr<AccessRecord> record) const {
   return [this, route = std::move(route), start = absl::Now(),
-          respond = std::move(respond)](Response response) mutable {
-    metrics_->RecordHttpRequest(route, response.result_int(),
-                                absl::Now() - start);
+          respond = std::move(respond),
+          record = std::move(record)](Response response) mutable {
+    const absl::Duration duration = absl::Now() - start;
+    metrics_->RecordHttpRequest(route, response.result_int(), duration);
+    Log(route, duration, std::move(*record), response);
     respond(std::move(response));
   };
 }
 
+void ApiHandler::Log(absl::string_view route, absl::Duration duration,
+                     AccessRecord record, Response& response) const {
+  response.set(kRequestIdResponseHeader, record.request_id);
+  if (options_.access_log == nullptr) return;
+  record.time = absl::Now();
+  record.protocol = "http";
+  record.route = std::string(route);
+  record.http_status = response.result_int();
+  record.duration = duration;
+  options_.access_log->Write(record);
+}
+
 Response ApiHandler::Refuse(Status status, absl::string_view message) {
+  return RefuseFrom(status, message, "");
+}
+
+Response ApiHandler::RefuseFrom(Status status, absl::string_view message,
+                                absl::string_view peer) {
   Response response = ErrorResponse(status, message);
   metrics_->RecordHttpRequest("(other)", response.result_int(),
                               absl::ZeroDuration());
+  AccessRecord record;
+  record.request_id = NewRequestId();
+  record.peer = std::string(peer);
+  Log("(other)", absl::ZeroDuration(), std::move(record), response);
   return response;
 }
 
 Handler::Admission ApiHandler::Accept(const RequestHeader& header) {
+  return AcceptFrom(header, "");
+}
+
+Handler::Admission ApiHandler::AcceptFrom(const RequestHeader& header,
+                                          absl::string_view peer) {
   Route route = RouteOf(header.target());
   std::string label = RouteLabel(route, header.target());
+  CallIds ids = ReadCallIds(HeaderValues(header, kRequestIdHeader),
+                            HeaderValues(header, kTraceparentHeader));
   absl::Duration timeout = options_.default_timeout;
   std::optional<Response> refusal = Admit(header, route, &timeout);
+  if (!refusal.has_value() && !ids.status.ok()) {
+    refusal = ErrorResponse(ids.status);
+  }
   if (refusal.has_value()) {
     metrics_->RecordHttpRequest(label, refusal->result_int(),
                                 absl::ZeroDuration());
     cors_.Decorate(ViewOf(header[bhttp::field::origin]), *refusal);
+    AccessRecord record;
+    record.request_id = ids.request_id;
+    record.traceparent = ids.traceparent;
+    record.peer = std::string(peer);
+    Log(label, absl::ZeroDuration(), std::move(record), *refusal);
     return *std::move(refusal);
   }
   return std::make_unique<Admitted>(this, std::move(route), std::move(label),
-                                    timeout);
+                                    timeout, std::move(ids), std::string(peer));
 }
 
 std::optional<Response> ApiHandler::Admit(const RequestHeader& header,
@@ -298,7 +386,7 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header,
         absl::StrCat("the model name in ", ViewOf(header.target()),
                      " has a '%' not followed by two hex digits"));
   }
-  if (route.kind == RouteKind::kModel) {
+  if (route.kind == RouteKind::kModel || route.kind == RouteKind::kInfo) {
     // Decoded, it goes into a proto3 string, which must be UTF-8.
     const absl::Status utf8 = CheckUtf8(route.method, "the model name");
     if (!utf8.ok()) return ErrorResponse(utf8);
@@ -322,7 +410,9 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header,
       ViewOf(header[bhttp::field::authorization]);
   // The one check of the key: the service's calls carry its in-process
   // key instead (bearer_auth.h).
-  if (!options_.bearer_tokens.empty()) {
+  const bool keyless_info =
+      route.kind == RouteKind::kInfo && !options_.info_requires_key;
+  if (!options_.bearer_tokens.empty() && !keyless_info) {
     absl::Status key =
         service::CheckBearerToken(authorization, options_.bearer_tokens);
     if (!key.ok()) return ErrorResponse(key);
@@ -354,16 +444,18 @@ void ApiHandler::Embeddings(const Request& request,
   absl::StatusOr<EmbeddingsCall> embeddings =
       ParseEmbeddingsRequest(request.body(), options_.call_limits);
   if (!embeddings.ok()) return respond(ErrorResponse(embeddings.status()));
+  std::string request_bytes = embeddings->request.SerializeAsString();
   client_.Call(
-      "Embed", embeddings->request.SerializeAsString(), call,
-      [base64 = embeddings->base64,
+      "Embed", std::move(request_bytes), call,
+      [embeddings = *std::move(embeddings),
        respond = std::move(respond)](ServiceClient::Answer answer) mutable {
         auto response = ParseAnswer<v1::EmbedResponse>(answer);
         if (!response.ok()) {
           return respond(
               ErrorResponse(response.status(), answer.retry_after_millis));
         }
-        Response ok = JsonResponse(EmbeddingsResponseJson(*response, base64));
+        Response ok =
+            JsonResponse(EmbeddingsResponseJson(*response, embeddings));
         SetTimingHeaders(*response, ok);
         respond(std::move(ok));
       });
@@ -398,6 +490,24 @@ void ApiHandler::OneModel(const std::string& model,
         }
         respond(JsonResponse(ModelJson(response->model())));
       });
+}
+
+void ApiHandler::Info(const std::string& model,
+                      const ServiceClient::CallOptions& call,
+                      Responder respond) {
+  v1::GetModelRequest get;
+  get.set_model(model);
+  client_.Call("GetModel", get.SerializeAsString(), call,
+               [this, respond = std::move(respond)](
+                   ServiceClient::Answer answer) mutable {
+                 auto response = ParseAnswer<v1::GetModelResponse>(answer);
+                 if (!response.ok()) {
+                   return respond(ErrorResponse(response.status(),
+                                                answer.retry_after_millis));
+                 }
+                 respond(JsonResponse(
+                     InfoJson(response->model(), options_.server_info)));
+               });
 }
 
 void ApiHandler::Health(Responder respond) const {

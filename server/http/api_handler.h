@@ -9,6 +9,10 @@
 //                           (openapi_document.h); no key needed
 //   GET  /docs[/<file>]     the page that shows it and sends its examples
 //                           (docs_page.h); no key needed
+//   GET  /info[?model=NAME] the model (default: the default model) and the
+//                           server, in text-embeddings-inference's shape
+//                           (server_info.h); no key needed unless
+//                           Options.info_requires_key
 //   OPTIONS (any route)     CORS preflight, with Options.cors_allow_origins
 //                           (cors.h); no key needed
 //
@@ -19,8 +23,9 @@
 // Options.bearer_tokens, the same CheckBearerToken the service applies to
 // gRPC calls, so an unauthenticated client cannot make the server read or
 // parse a body; the service calls made here carry its in-process key), and
-// `X-Request-Timeout`; what it decides travels with the request to its
-// body.
+// `X-Request-Timeout`, `X-Request-Id` and `traceparent` (request_id.h: a
+// malformed id or an oversized traceparent is a 400); what it decides
+// travels with the request to its body.
 //
 // Deadlines: `X-Request-Timeout` (seconds, "2.5", or a duration, "500ms")
 // or Options.default_timeout, from when the request is in; the service
@@ -37,10 +42,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "server/common/access_log.h"
 #include "server/http/cors.h"
 #include "server/http/docs_page.h"
 #include "server/http/favor_json.h"
 #include "server/http/http_server.h"
+#include "server/http/server_info.h"
 #include "server/http/service_client.h"
 #include "server/metrics/metrics.h"
 
@@ -67,6 +74,13 @@ class ApiHandler final : public Handler {
     CallLimits call_limits;
     // Where GET /docs's files are (docs_page.h); read once, here.
     DocsPage::Options docs_page;
+    // Whether GET /info needs the bearer token too (with bearer_tokens).
+    bool info_requires_key = false;
+    // What GET /info says of the server.
+    ServerInfo server_info;
+    // Where each request's access-log line goes (access_log.h); null:
+    // nowhere. Must outlive the handler.
+    AccessLog* access_log = nullptr;
   };
 
   // `channel` reaches the Favor service (favor-server: the gRPC server's
@@ -79,6 +93,12 @@ class ApiHandler final : public Handler {
 
   Admission Accept(const RequestHeader& header) override;
   Response Refuse(Status status, absl::string_view message) override;
+  // Each answer, refusals included, carries the request's X-Request-Id
+  // (request_id.h), and is written to Options::access_log with `peer`.
+  Admission AcceptFrom(const RequestHeader& header,
+                       absl::string_view peer) override;
+  Response RefuseFrom(Status status, absl::string_view message,
+                      absl::string_view peer) override;
 
   // GET /docs's page, as read at construction.
   const DocsPage& docs_page() const { return docs_; }
@@ -100,6 +120,10 @@ class ApiHandler final : public Handler {
   void OneModel(const std::string& model,
                 const ServiceClient::CallOptions& call, Responder respond);
   void Health(Responder respond) const;
+  // GET /info: `model` (empty: the default) by GetModel, or 404
+  // model_not_found.
+  void Info(const std::string& model, const ServiceClient::CallOptions& call,
+            Responder respond);
   void FavorMethod(const std::string& method, const Request& request,
                    const ServiceClient::CallOptions& call, Responder respond);
   // Accept's checks of the header, unrecorded: a refusal, or nullopt with
@@ -109,8 +133,13 @@ class ApiHandler final : public Handler {
   // X-Request-Timeout, or Options::default_timeout.
   absl::StatusOr<absl::Duration> TimeoutOf(const RequestHeader& header) const;
 
-  // `respond`, recording the answer under `route` first.
-  Responder Recorded(std::string route, Responder respond) const;
+  // `respond`, recording the answer under `route` first (metrics, the
+  // X-Request-Id header and the access log, from `record`).
+  Responder Recorded(std::string route, Responder respond,
+                     std::shared_ptr<AccessRecord> record) const;
+  // Sets `response`'s X-Request-Id and writes its access-log line.
+  void Log(absl::string_view route, absl::Duration duration,
+           AccessRecord record, Response& response) const;
 
   const Options options_;
   const CorsPolicy cors_;
