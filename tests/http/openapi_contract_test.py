@@ -15,7 +15,8 @@ it sends, to every route of the document:
   for an embedding call of 256 inputs; any listed status on the other
   routes, which may answer first), a bad X-Request-Timeout (400), and a
   streaming RPC (501);
-and, on a second server without the /docs page, /docs and its files (503);
+and, on a second server without the /docs page and with
+--http_info_requires_key, /docs and its files (503) and /info (401);
 and checks every answer against the document: its status is listed for
 that operation, its Content-Type is one the document gives, a JSON body
 validates against the response's schema (JSON Schema 2020-12, Debian's
@@ -236,7 +237,8 @@ def send_examples(contract, port):
                 contract.check("example " + label, template, method, status,
                                answer_headers, answer, expected)
                 if (template == "/v1/embeddings" and status == 200
-                        and not body.get("encoding_format")):
+                        and not body.get("encoding_format")
+                        and not body.get("embedding_types")):
                     for datum in json.loads(answer)["data"]:
                         assert isinstance(datum["embedding"], list) and \
                             datum["embedding"], answer
@@ -428,12 +430,20 @@ def main():
                            answer, 503)
         status, _, served = fetch(port, "GET", "/openapi.json")
         assert status == 200 and served == built, "no document without a page"
+        # With --http_info_requires_key, /info as the other routes.
+        status, headers, answer = fetch(port, "GET", "/info")
+        contract.check("key required", "/info", "GET", status, headers,
+                       answer, 401)
+        status, headers, answer = fetch(port, "GET", "/info", None, with_key())
+        contract.check("key required, given", "/info", "GET", status,
+                       headers, answer, 200)
 
     with tempfile.TemporaryDirectory() as work:
         run_server(binary, repository, work,
                    [f"--http_max_body_bytes={MAX_BODY_BYTES}"], everything)
         run_server(binary, repository, work,
-                   [f"--docs_dir={os.path.join(work, 'no-page')}"], without_page)
+                   [f"--docs_dir={os.path.join(work, 'no-page')}",
+                    "--http_info_requires_key"], without_page)
     coverage(contract)
     if contract.failures:
         print(f"FAILED: {len(contract.failures)} answers disagree with the "
