@@ -189,7 +189,8 @@ struct Embedding {
   std::vector<SpanEmbedding> spans;
   // With Truncation::kChunk: the windows the input was split into (1 when it
   // fitted); 0 otherwise.
-  int64_t num_chunks = 0;  // The pooled embedding's quantised forms (EmbedOptions::embedding_types).
+  int64_t num_chunks = 0;
+  // The pooled embedding's quantised forms (EmbedOptions::embedding_types).
   QuantizedEmbedding quantized;
 };
 
