@@ -82,7 +82,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     const std::vector<std::string>& tokens, const std::string& in_process_key,
     const http::CallLimits& limits, const http::HttpServer::TlsFiles& tls,
     const http::ServerInfo& info, absl::AnyInvocable<bool() const> serving,
-    metrics::Metrics* metrics) {
+    metrics::Metrics* metrics, AccessLog* access_log) {
   const int port = absl::GetFlag(FLAGS_http_port);
   if (port == 0) {
     LOG(INFO) << "event=http_disabled reason=\"--http_port=0\"";
@@ -97,6 +97,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
   api.call_limits = limits;
   api.info_requires_key = absl::GetFlag(FLAGS_http_info_requires_key);
   api.server_info = info;
+  api.access_log = access_log;
   grpc::ChannelArguments channel;
   channel.SetMaxReceiveMessageSize(-1);
   channel.SetMaxSendMessageSize(-1);

@@ -10,6 +10,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
+#include "server/common/access_log.h"
 #include "server/http/api_handler.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics.h"
@@ -35,13 +36,14 @@ absl::Status CheckHttpFlagRanges();
 // (which bound request bodies), `tls` the gRPC certificate
 // files (the same flags serve both); `info` is what GET /info says of the
 // server; `serving` answers GET /health;
-// `metrics` records every HTTP answer and must outlive the API.
+// `metrics` records every HTTP answer and must outlive the API, as must
+// `access_log` (null: no access log), which gets a line per request.
 absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
     const std::vector<std::string>& tokens, const std::string& in_process_key,
     const http::CallLimits& limits, const http::HttpServer::TlsFiles& tls,
     const http::ServerInfo& info, absl::AnyInvocable<bool() const> serving,
-    metrics::Metrics* metrics);
+    metrics::Metrics* metrics, AccessLog* access_log = nullptr);
 
 }  // namespace favor
 

@@ -54,6 +54,7 @@
 #include "server/attention/cpu_allocator.h"
 #include "server/attention/kernel.h"
 #include "server/attention/parallelism.h"
+#include "server/common/access_log.h"
 #include "server/common/status_macros.h"
 #include "server/http/metrics_server.h"
 #include "server/metrics/metrics.h"
@@ -119,7 +120,29 @@ ABSL_FLAG(std::string, tls_client_ca_file, "",
           "PEM CA certificates; set: clients must present a certificate "
           "signed by them (mutual TLS)");
 
+ABSL_FLAG(bool, access_log, true,
+          "write one access-log line per HTTP request and gRPC call "
+          "(docs/deployment.md, Access logs)");
+ABSL_FLAG(std::string, log_format, "text",
+          "access-log lines: text (key=value through the log, with its "
+          "prefix) or json (one JSON object a line on stderr, nothing "
+          "before it)");
+ABSL_FLAG(int64_t, slow_call_ms, 0,
+          "log calls that take longer than this many milliseconds, in to "
+          "answered, at warning level; 0: none");
+
 namespace {
+
+// The access log of the flags; null with --access_log=false.
+absl::StatusOr<std::unique_ptr<favor::AccessLog>> AccessLogFromFlags() {
+  if (!absl::GetFlag(FLAGS_access_log)) return nullptr;
+  favor::AccessLog::Options options;
+  ASSIGN_OR_RETURN(options.format, favor::ParseAccessLogFormat(
+                                       absl::GetFlag(FLAGS_log_format)));
+  const int64_t slow_ms = absl::GetFlag(FLAGS_slow_call_ms);
+  if (slow_ms > 0) options.slow_call_threshold = absl::Milliseconds(slow_ms);
+  return std::make_unique<favor::AccessLog>(options);
+}
 
 // The repository's loader and reloader, with the model options of the
 // flags; a dtype this machine cannot run stops start-up with its reason (the
@@ -334,6 +357,7 @@ absl::Status CheckFlagRanges() {
       {"max_connection_age_seconds",
        absl::GetFlag(FLAGS_max_connection_age_seconds), 0},
       {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1},
+      {"slow_call_ms", absl::GetFlag(FLAGS_slow_call_ms), 0},
   });
 }
 
@@ -350,6 +374,10 @@ absl::Status Run() {
             << " model_repository=" << absl::GetFlag(FLAGS_model_repository)
             << " device=" << absl::GetFlag(FLAGS_device);
   ASSIGN_OR_RETURN(auto credentials, CredentialsFromFlags());
+  // Never freed: calls still answering after the drain may write to it.
+  ASSIGN_OR_RETURN(std::unique_ptr<favor::AccessLog> access_log_owned,
+                   AccessLogFromFlags());
+  favor::AccessLog* access_log = access_log_owned.release();
   ASSIGN_OR_RETURN(std::vector<std::string> tokens, TokensFromFlags());
   ASSIGN_OR_RETURN(std::vector<std::string> folders,
                    favor::model::ModelRepository::ListModels(
@@ -368,6 +396,7 @@ absl::Status Run() {
       favor::ServiceOptionsFromFlags(absl::GetFlag(FLAGS_device));
   options.bearer_tokens = std::move(tokens);
   options.max_answer_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.access_log = access_log;
   ASSIGN_OR_RETURN(auto memory_budget,
                    MemoryBudgetFromFlags(huge_pages, metrics.get()));
   reloader->set_memory_budget(memory_budget.get());
@@ -389,7 +418,8 @@ absl::Status Run() {
                                                options.max_spans_per_input},
                        HttpTlsFromFlags(),
                        ServerInfoOf(options, memory_budget.get()),
-                       [] { return serving_now.load(); }, metrics.get()));
+                       [] { return serving_now.load(); }, metrics.get(),
+                       access_log));
   RETURN_IF_ERROR(WarmUp(models));
   favor::LogMemoryEstimates(models);
   SetHealth(server.get(), true);

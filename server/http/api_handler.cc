@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "favor/v1/favor.pb.h"
+#include "server/common/request_id.h"
 #include "server/http/api_errors.h"
 #include "server/http/json_codec.h"
 #include "server/http/openai_embeddings.h"
@@ -26,6 +28,7 @@ namespace bhttp = boost::beast::http;
 constexpr absl::string_view kFavorPrefix = "/v1/favor/";
 constexpr absl::string_view kModelsPrefix = "/v1/models/";
 constexpr absl::string_view kTimeoutHeader = "X-Request-Timeout";
+constexpr char kRequestIdResponseHeader[] = "X-Request-Id";
 
 enum class RouteKind {
   kEmbeddings,
@@ -168,28 +171,45 @@ void SetTimingHeaders(const v1::EmbedResponse& answer, Response& response) {
   response.set("x-compute-tokens", absl::StrCat(answer.num_tokens()));
 }
 
+// Every value of the header `name` (usually none or one).
+std::vector<absl::string_view> HeaderValues(const RequestHeader& header,
+                                            absl::string_view name) {
+  std::vector<absl::string_view> values;
+  const auto [begin, end] =
+      header.equal_range(boost::beast::string_view(name.data(), name.size()));
+  for (auto it = begin; it != end; ++it) values.push_back(ViewOf(it->value()));
+  return values;
+}
+
 }  // namespace
 
-// One request that its header admitted: its route, its metrics label and
-// the timeout its service call gets, made once from the header.
+// One request that its header admitted: its route, its metrics label, its
+// ids and the timeout its service call gets, made once from the header.
 class ApiHandler::Admitted final : public Exchange {
  public:
   Admitted(ApiHandler* api, Route route, std::string route_label,
-           absl::Duration timeout)
+           absl::Duration timeout, CallIds ids, std::string peer)
       : api_(api),
         route_(std::move(route)),
         route_label_(std::move(route_label)),
-        timeout_(timeout) {}
+        timeout_(timeout),
+        ids_(std::move(ids)),
+        peer_(std::move(peer)) {}
 
   void Handle(const Request& request, Responder undecorated,
               std::shared_ptr<ClientGone> client_gone) override {
+    auto record = std::make_shared<AccessRecord>();
+    record->request_id = ids_.request_id;
+    record->traceparent = ids_.traceparent;
+    record->peer = peer_;
     Responder respond = api_->Recorded(
         route_label_,
         [api = api_, origin = std::string(request[bhttp::field::origin]),
          respond = std::move(undecorated)](Response response) mutable {
           api->cors_.Decorate(origin, response);
           respond(std::move(response));
-        });
+        },
+        record);
     if (api_->cors_.enabled() && CorsPolicy::IsPreflight(request)) {
       absl::StatusOr<Response> preflight =
           api_->cors_.Preflight(request, ViewOf(bhttp::to_string(route_.verb)));
@@ -200,6 +220,9 @@ class ApiHandler::Admitted final : public Exchange {
     ServiceClient::CallOptions call;
     call.deadline = absl::Now() + timeout_;
     call.client_gone = std::move(client_gone);
+    call.request_id = ids_.request_id;
+    call.traceparent = ids_.traceparent;
+    call.usage = std::move(record);
     switch (route_.kind) {
       case RouteKind::kEmbeddings:
         return api_->Embeddings(request, call, std::move(respond));
@@ -225,6 +248,8 @@ class ApiHandler::Admitted final : public Exchange {
   const Route route_;
   const std::string route_label_;
   const absl::Duration timeout_;
+  const CallIds ids_;
+  const std::string peer_;
 };
 
 ApiHandler::ApiHandler(const Options& options,
@@ -238,35 +263,74 @@ ApiHandler::ApiHandler(const Options& options,
       client_(std::move(channel), options.in_process_key),
       favor_json_(options.call_limits) {}
 
-Responder ApiHandler::Recorded(std::string route, Responder respond) const {
+Responder ApiHandler::Recorded(std::string route, Responder respond,
+                               std::shared_ptr<AccessRecord> record) const {
   return [this, route = std::move(route), start = absl::Now(),
-          respond = std::move(respond)](Response response) mutable {
-    metrics_->RecordHttpRequest(route, response.result_int(),
-                                absl::Now() - start);
+          respond = std::move(respond),
+          record = std::move(record)](Response response) mutable {
+    const absl::Duration duration = absl::Now() - start;
+    metrics_->RecordHttpRequest(route, response.result_int(), duration);
+    Log(route, duration, std::move(*record), response);
     respond(std::move(response));
   };
 }
 
+void ApiHandler::Log(absl::string_view route, absl::Duration duration,
+                     AccessRecord record, Response& response) const {
+  response.set(kRequestIdResponseHeader, record.request_id);
+  if (options_.access_log == nullptr) return;
+  record.time = absl::Now();
+  record.protocol = "http";
+  record.route = std::string(route);
+  record.http_status = response.result_int();
+  record.duration = duration;
+  options_.access_log->Write(record);
+}
+
 Response ApiHandler::Refuse(Status status, absl::string_view message) {
+  return RefuseFrom(status, message, "");
+}
+
+Response ApiHandler::RefuseFrom(Status status, absl::string_view message,
+                                absl::string_view peer) {
   Response response = ErrorResponse(status, message);
   metrics_->RecordHttpRequest("(other)", response.result_int(),
                               absl::ZeroDuration());
+  AccessRecord record;
+  record.request_id = NewRequestId();
+  record.peer = std::string(peer);
+  Log("(other)", absl::ZeroDuration(), std::move(record), response);
   return response;
 }
 
 Handler::Admission ApiHandler::Accept(const RequestHeader& header) {
+  return AcceptFrom(header, "");
+}
+
+Handler::Admission ApiHandler::AcceptFrom(const RequestHeader& header,
+                                          absl::string_view peer) {
   Route route = RouteOf(header.target());
   std::string label = RouteLabel(route, header.target());
+  CallIds ids = ReadCallIds(HeaderValues(header, kRequestIdHeader),
+                            HeaderValues(header, kTraceparentHeader));
   absl::Duration timeout = options_.default_timeout;
   std::optional<Response> refusal = Admit(header, route, &timeout);
+  if (!refusal.has_value() && !ids.status.ok()) {
+    refusal = ErrorResponse(ids.status);
+  }
   if (refusal.has_value()) {
     metrics_->RecordHttpRequest(label, refusal->result_int(),
                                 absl::ZeroDuration());
     cors_.Decorate(ViewOf(header[bhttp::field::origin]), *refusal);
+    AccessRecord record;
+    record.request_id = ids.request_id;
+    record.traceparent = ids.traceparent;
+    record.peer = std::string(peer);
+    Log(label, absl::ZeroDuration(), std::move(record), *refusal);
     return *std::move(refusal);
   }
   return std::make_unique<Admitted>(this, std::move(route), std::move(label),
-                                    timeout);
+                                    timeout, std::move(ids), std::string(peer));
 }
 
 std::optional<Response> ApiHandler::Admit(const RequestHeader& header,

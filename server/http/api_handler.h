@@ -19,8 +19,9 @@
 // Options.bearer_tokens, the same CheckBearerToken the service applies to
 // gRPC calls, so an unauthenticated client cannot make the server read or
 // parse a body; the service calls made here carry its in-process key), and
-// `X-Request-Timeout`; what it decides travels with the request to its
-// body.
+// `X-Request-Timeout`, `X-Request-Id` and `traceparent` (request_id.h: a
+// malformed id or an oversized traceparent is a 400); what it decides
+// travels with the request to its body.
 //
 // Deadlines: `X-Request-Timeout` (seconds, "2.5", or a duration, "500ms")
 // or Options.default_timeout, from when the request is in; the service
@@ -37,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "server/common/access_log.h"
 #include "server/http/cors.h"
 #include "server/http/favor_json.h"
 #include "server/http/http_server.h"
@@ -69,6 +71,9 @@ class ApiHandler final : public Handler {
     bool info_requires_key = false;
     // What GET /info says of the server.
     ServerInfo server_info;
+    // Where each request's access-log line goes (access_log.h); null:
+    // nowhere. Must outlive the handler.
+    AccessLog* access_log = nullptr;
   };
 
   // `channel` reaches the Favor service (favor-server: the gRPC server's
@@ -81,6 +86,12 @@ class ApiHandler final : public Handler {
 
   Admission Accept(const RequestHeader& header) override;
   Response Refuse(Status status, absl::string_view message) override;
+  // Each answer, refusals included, carries the request's X-Request-Id
+  // (request_id.h), and is written to Options::access_log with `peer`.
+  Admission AcceptFrom(const RequestHeader& header,
+                       absl::string_view peer) override;
+  Response RefuseFrom(Status status, absl::string_view message,
+                      absl::string_view peer) override;
 
   // A request's target resolved to one of the routes above
   // (api_handler.cc).
@@ -112,8 +123,13 @@ class ApiHandler final : public Handler {
   // X-Request-Timeout, or Options::default_timeout.
   absl::StatusOr<absl::Duration> TimeoutOf(const RequestHeader& header) const;
 
-  // `respond`, recording the answer under `route` first.
-  Responder Recorded(std::string route, Responder respond) const;
+  // `respond`, recording the answer under `route` first (metrics, the
+  // X-Request-Id header and the access log, from `record`).
+  Responder Recorded(std::string route, Responder respond,
+                     std::shared_ptr<AccessRecord> record) const;
+  // Sets `response`'s X-Request-Id and writes its access-log line.
+  void Log(absl::string_view route, absl::Duration duration,
+           AccessRecord record, Response& response) const;
 
   const Options options_;
   const CorsPolicy cors_;

@@ -94,6 +94,18 @@ class Handler {
   // The answer to a request the server refuses by itself (400 malformed,
   // 413 body too large, 431 header too large). Plain text by default.
   virtual Response Refuse(Status status, absl::string_view message);
+
+  // The two above with the client's address ("127.0.0.1:41234",
+  // "[::1]:41234"; empty when unknown), which the server calls; by default
+  // they drop it.
+  virtual Admission AcceptFrom(const RequestHeader& header,
+                               absl::string_view /*peer*/) {
+    return Accept(header);
+  }
+  virtual Response RefuseFrom(Status status, absl::string_view message,
+                              absl::string_view /*peer*/) {
+    return Refuse(status, message);
+  }
 };
 
 class HttpServer {

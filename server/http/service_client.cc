@@ -5,7 +5,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/request_id.h"
 #include "server/service/bearer_auth.h"
+#include "server/service/call_log.h"
 #include "server/service/status_mapping.h"
 
 namespace favor::http {
@@ -17,6 +19,7 @@ struct PendingCall {
   grpc::ByteBuffer request;
   grpc::ByteBuffer response;
   absl::AnyInvocable<void(ServiceClient::Answer)> done;
+  std::shared_ptr<AccessRecord> usage;
 };
 
 std::string Flatten(const grpc::ByteBuffer& buffer) {
@@ -62,6 +65,15 @@ void ServiceClient::Call(absl::string_view method, std::string request,
     call->context.AddMetadata(std::string(service::kInProcessKeyMetadata),
                               in_process_key_);
   }
+  if (!options.request_id.empty()) {
+    call->context.AddMetadata(std::string(kRequestIdHeader),
+                              options.request_id);
+  }
+  if (!options.traceparent.empty()) {
+    call->context.AddMetadata(std::string(kTraceparentHeader),
+                              options.traceparent);
+  }
+  call->usage = options.usage;
   grpc::Slice slice(std::move(request));
   call->request = grpc::ByteBuffer(&slice, 1);
   if (options.client_gone != nullptr) {
@@ -76,6 +88,13 @@ void ServiceClient::Call(absl::string_view method, std::string request,
                     answer.status = absl::Status(
                         static_cast<absl::StatusCode>(status.error_code()),
                         status.error_message());
+                    if (call->usage != nullptr) {
+                      service::ReadUsageTrailers(
+                          call->context.GetServerTrailingMetadata(),
+                          call->usage.get());
+                      call->usage->grpc_status =
+                          GrpcCodeName(status.error_code());
+                    }
                     if (status.ok()) {
                       answer.response = Flatten(call->response);
                     } else {

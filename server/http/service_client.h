@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "server/common/access_log.h"
 #include "server/http/client_gone.h"
 
 namespace favor::http {
@@ -37,6 +38,13 @@ class ServiceClient {
     // went away), as a gRPC client's cancellation would; it is then
     // answered CANCELLED unless it was already done.
     std::shared_ptr<ClientGone> client_gone;
+    // Sent as the call's x-request-id and traceparent metadata when set.
+    std::string request_id;
+    std::string traceparent;
+    // Set: the call's code name and what the service says of it for the
+    // access log (its usage trailers, call_log.h) are written here before
+    // `done` runs.
+    std::shared_ptr<AccessRecord> usage;
   };
 
   struct Answer {

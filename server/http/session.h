@@ -73,6 +73,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Session(Stream stream, HttpServer::Core* core)
       : stream_(std::move(stream)), core_(core) {
     ++core_->connections;
+    beast::error_code error;
+    const auto remote = Tcp().socket().remote_endpoint(error);
+    if (!error) {
+      const std::string address = remote.address().to_string();
+      peer_ = remote.address().is_v6()
+                  ? absl::StrCat("[", address, "]:", remote.port())
+                  : absl::StrCat(address, ":", remote.port());
+    }
   }
   ~Session() { --core_->connections; }
 
@@ -107,6 +115,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   Stream stream_;
   HttpServer::Core* const core_;
+  std::string peer_;  // the client's address, for the access log
   beast::flat_buffer buffer_;
   std::optional<beast::http::request_parser<GrowingStringBody>> parser_;
   Request request_;
@@ -175,23 +184,25 @@ void Session<Stream>::OnHeader(beast::error_code error) {
   // reads "gzip, chunked" as chunked.
   const size_t hosts = header.count(beast::http::field::host);
   if (header.version() >= 11 && hosts != 1) {
-    return Write(core_->handler->Refuse(
+    return Write(core_->handler->RefuseFrom(
                      Status::bad_request,
                      absl::StrCat("an HTTP/1.1 request has one Host header, "
                                   "not ",
-                                  hosts)),
+                                  hosts),
+                     peer_),
                  false);
   }
   const auto coding = header.find(beast::http::field::transfer_encoding);
   if (coding != header.end() && !beast::iequals(coding->value(), "chunked")) {
     return Write(
-        core_->handler->Refuse(
+        core_->handler->RefuseFrom(
             Status::not_implemented,
             absl::StrCat("Transfer-Encoding '", std::string(coding->value()),
-                         "' is not supported (only chunked)")),
+                         "' is not supported (only chunked)"),
+            peer_),
         false);
   }
-  Handler::Admission admission = core_->handler->Accept(header);
+  Handler::Admission admission = core_->handler->AcceptFrom(header, peer_);
   if (auto* refusal = std::get_if<Response>(&admission)) {
     return Write(std::move(*refusal), false);
   }
@@ -247,7 +258,7 @@ void Session<Stream>::Refuse(beast::error_code error) {
   } else if (error == http::error::body_limit) {
     status = Status::payload_too_large;
   }
-  Write(core_->handler->Refuse(status, error.message()), false);
+  Write(core_->handler->RefuseFrom(status, error.message(), peer_), false);
 }
 
 template <class Stream>

@@ -95,18 +95,22 @@ std::string NewInProcessKey() {
   return key;
 }
 
+bool IsInProcessCall(const grpc::CallbackServerContext& context,
+                     absl::string_view in_process_key) {
+  const auto& metadata = context.client_metadata();
+  const auto in_process = metadata.find(std::string(kInProcessKeyMetadata));
+  return in_process != metadata.end() && !in_process_key.empty() &&
+         ConstantTimeEquals(absl::string_view(in_process->second.data(),
+                                              in_process->second.size()),
+                            in_process_key);
+}
+
 absl::Status AuthenticateCall(const grpc::CallbackServerContext& context,
                               const std::vector<std::string>& tokens,
                               absl::string_view in_process_key) {
   if (tokens.empty()) return absl::OkStatus();
+  if (IsInProcessCall(context, in_process_key)) return absl::OkStatus();
   const auto& metadata = context.client_metadata();
-  const auto in_process = metadata.find(std::string(kInProcessKeyMetadata));
-  if (in_process != metadata.end() && !in_process_key.empty() &&
-      ConstantTimeEquals(absl::string_view(in_process->second.data(),
-                                           in_process->second.size()),
-                         in_process_key)) {
-    return absl::OkStatus();
-  }
   auto it = metadata.find("authorization");
   if (it == metadata.end()) return CheckBearerToken("", tokens);
   return CheckBearerToken(

@@ -46,6 +46,11 @@ inline constexpr absl::string_view kInProcessKeyMetadata =
 // process.
 std::string NewInProcessKey();
 
+// True when `context` carries kInProcessKeyMetadata equal to
+// `in_process_key` (not empty): a call of the HTTP front.
+bool IsInProcessCall(const grpc::CallbackServerContext& context,
+                     absl::string_view in_process_key);
+
 // OK when `tokens` is empty (no authentication), when `context` carries
 // kInProcessKeyMetadata equal to `in_process_key`, or when it carries
 // "authorization: Bearer <t>" with `t` one of `tokens`; else

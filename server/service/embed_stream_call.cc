@@ -42,9 +42,10 @@ EmbedStreamCall* EmbedStreamCall::Start(grpc::CallbackServerContext* context,
                                         Service* service,
                                         metrics::Metrics* metrics,
                                         const StreamLimits& limits,
-                                        OpenCalls* open_calls) {
-  std::shared_ptr<EmbedStreamCall> call(
-      new EmbedStreamCall(context, service, metrics, limits, open_calls));
+                                        OpenCalls* open_calls,
+                                        CallLogging logging) {
+  std::shared_ptr<EmbedStreamCall> call(new EmbedStreamCall(
+      context, service, metrics, limits, open_calls, std::move(logging)));
   if (!open_calls->Begin(call)) return nullptr;
   call->self_ = call;
   call->StartRead(&call->request_);
@@ -54,13 +55,30 @@ EmbedStreamCall* EmbedStreamCall::Start(grpc::CallbackServerContext* context,
 EmbedStreamCall::EmbedStreamCall(grpc::CallbackServerContext* context,
                                  Service* service, metrics::Metrics* metrics,
                                  const StreamLimits& limits,
-                                 OpenCalls* open_calls)
+                                 OpenCalls* open_calls, CallLogging logging)
     : context_(context),
       service_(service),
       metrics_(metrics),
       limits_(limits),
       open_calls_(open_calls),
-      in_flight_(metrics->TrackInFlight(metrics::kMethodEmbedStream)) {}
+      in_flight_(metrics->TrackInFlight(metrics::kMethodEmbedStream)),
+      logging_(std::move(logging)) {
+  usage_.inputs = 0;
+  usage_.tokens = 0;
+  usage_.queue_time = absl::ZeroDuration();
+  usage_.compute_time = absl::ZeroDuration();
+}
+
+void EmbedStreamCall::FinishLogged(const grpc::Status& status) {
+  AccessRecord record;
+  {
+    absl::MutexLock lock(&mu_);
+    record = usage_;
+  }
+  EndCallLogging(logging_, metrics::kMethodEmbedStream, status,
+                 absl::Now() - start_, std::move(record), context_);
+  Finish(status);
+}
 
 void EmbedStreamCall::OnReadDone(bool ok) {
   if (ok) Handle(request_);
@@ -125,17 +143,18 @@ void EmbedStreamCall::Perform(StreamAction action) {
       return;
     case StreamAction::kFinishOk:
       in_flight_.reset();
-      Finish(grpc::Status::OK);
+      FinishLogged(grpc::Status::OK);
       return;
     case StreamAction::kFinishUnavailable:
       in_flight_.reset();
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+      FinishLogged(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           "server is shutting down: every message read was "
                           "answered; send the others to another replica"));
       return;
     case StreamAction::kFinishCancelled:
       in_flight_.reset();
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled"));
+      FinishLogged(
+          grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled"));
       return;
   }
 }
@@ -201,6 +220,16 @@ void EmbedStreamCall::Complete(Message* message, const absl::Status& status) {
       static_cast<int64_t>(message->out.ByteSizeLong());
   {
     absl::MutexLock lock(&mu_);
+    if (status.ok()) {
+      const v1::EmbedResponse& response = message->out.response();
+      usage_.model = message->model;
+      usage_.inputs += response.embeddings_size();
+      usage_.tokens += response.num_tokens();
+      *usage_.queue_time +=
+          absl::Microseconds(response.timing().queue_time_micros());
+      *usage_.compute_time +=
+          absl::Microseconds(response.timing().compute_time_micros());
+    }
     auto it = active_.find(message);
     message->answer_bytes = answer_bytes;
     to_write_.push_back(std::move(it->second));

@@ -47,6 +47,7 @@
 #include "server/batching/request.h"
 #include "server/metrics/metrics.h"
 #include "server/service/embed_stream_state.h"
+#include "server/service/call_log.h"
 #include "server/service/open_calls.h"
 
 namespace favor::service {
@@ -102,10 +103,14 @@ class EmbedStreamCall final
   // `metrics` and `open_calls` (not null) must outlive the call;
   // max_messages_in_flight >= 1. The reactor frees itself once gRPC is done
   // with it (OnDone) and no StopStreams() holds it.
+  // `logging` says how the stream's one access-log line, written as it
+  // finishes, is made (call_log.h): its inputs and tokens are summed over
+  // the messages answered OK, and so are their queue and compute times.
   static EmbedStreamCall* Start(grpc::CallbackServerContext* context,
                                 Service* service, metrics::Metrics* metrics,
                                 const StreamLimits& limits,
-                                OpenCalls* open_calls);
+                                OpenCalls* open_calls,
+                                CallLogging logging = {});
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -119,7 +124,9 @@ class EmbedStreamCall final
 
   EmbedStreamCall(grpc::CallbackServerContext* context, Service* service,
                   metrics::Metrics* metrics, const StreamLimits& limits,
-                  OpenCalls* open_calls);
+                  OpenCalls* open_calls, CallLogging logging);
+  // Writes the access-log line, then finishes with `status`.
+  void FinishLogged(const grpc::Status& status);
 
   // Applies `event` to state_ and returns what to do about it.
   StreamAction Transition(StreamEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -147,6 +154,8 @@ class EmbedStreamCall final
   std::shared_ptr<EmbedStreamCall> self_;
   v1::EmbedStreamRequest request_;  // the read buffer
   std::optional<metrics::Metrics::InFlightGuard> in_flight_;
+  const CallLogging logging_;
+  const absl::Time start_ = absl::Now();
 
   absl::Mutex mu_;
   StreamState state_ ABSL_GUARDED_BY(mu_) = StreamState::kReading;
@@ -157,6 +166,8 @@ class EmbedStreamCall final
   // Keyed by address, so that each is kept once.
   std::map<const batching::Batcher*, std::weak_ptr<batching::Batcher>> batchers_
       ABSL_GUARDED_BY(mu_);
+  // What the access-log line reports: the messages answered OK, summed.
+  AccessRecord usage_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace favor::service

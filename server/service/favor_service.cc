@@ -11,8 +11,10 @@
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
 #include "server/service/bearer_auth.h"
+#include "server/service/call_log.h"
 #include "server/service/model_info.h"
 #include "server/service/server_timing.h"
+#include "server/service/status_mapping.h"
 #include "server/service/tokenize_texts.h"
 #include "server/service/unary_call.h"
 
@@ -36,6 +38,11 @@ std::shared_ptr<batching::Batcher> BatcherOf(
 batching::Priority PriorityOf(v1::Priority priority) {
   return priority == v1::PRIORITY_HIGH ? batching::Priority::kHigh
                                        : batching::Priority::kNormal;
+}
+
+void ReportTiming(const v1::ServerTiming& timing, AccessRecord* record) {
+  record->queue_time = absl::Microseconds(timing.queue_time_micros());
+  record->compute_time = absl::Microseconds(timing.compute_time_micros());
 }
 
 }  // namespace
@@ -117,8 +124,11 @@ grpc::ServerUnaryReactor* FavorService::StartUnary(
     grpc::CallbackServerContext* context, absl::string_view method,
     Start start) {
   auto* call = new UnaryCall(context, metrics_, method, &open_calls_);
+  call->set_logging(
+      StartCallLogging(context, options_.access_log, in_process_key_));
   absl::Status status =
       AuthenticateCall(*context, options_.bearer_tokens, in_process_key_);
+  if (status.ok()) status = call->logging().ids.status;
   if (status.ok() && !call->accepted()) status = ShuttingDownError();
   if (status.ok()) status = start(call);
   if (!status.ok()) call->Answer(status);
@@ -129,6 +139,11 @@ grpc::ServerUnaryReactor* FavorService::Embed(
     grpc::CallbackServerContext* context, const v1::EmbedRequest* request,
     v1::EmbedResponse* response) {
   return StartUnary(context, metrics::kMethodEmbed, [&](UnaryCall* call) {
+    call->ReportUsage([request, response](AccessRecord* record) {
+      record->inputs = request->inputs_size();
+      record->tokens = response->num_tokens();
+      ReportTiming(response->timing(), record);
+    });
     auto on_model = [call](absl::string_view model,
                            std::weak_ptr<batching::Batcher> batcher,
                            int64_t /*answer_bytes_bound*/) {
@@ -251,6 +266,9 @@ grpc::ServerUnaryReactor* FavorService::Attend(
     grpc::CallbackServerContext* context, const v1::AttendRequest* request,
     v1::AttendResponse* response) {
   return StartUnary(context, metrics::kMethodAttend, [&](UnaryCall* call) {
+    call->ReportUsage([response](AccessRecord* record) {
+      ReportTiming(response->timing(), record);
+    });
     return StartAttend(call, *request, response);
   });
 }
@@ -317,6 +335,14 @@ grpc::ServerUnaryReactor* FavorService::Tokenize(
     grpc::CallbackServerContext* context, const v1::TokenizeRequest* request,
     v1::TokenizeResponse* response) {
   return StartUnary(context, metrics::kMethodTokenize, [&](UnaryCall* call) {
+    call->ReportUsage([request, response](AccessRecord* record) {
+      record->inputs = request->texts_size();
+      int64_t tokens = 0;
+      for (const v1::TokenizedText& text : response->texts()) {
+        tokens += text.ids_size();
+      }
+      record->tokens = tokens;
+    });
     return StartTokenize(call, *request, response);
   });
 }
@@ -347,16 +373,26 @@ absl::Status FavorService::StartTokenize(UnaryCall* call,
 
 grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
 FavorService::EmbedStream(grpc::CallbackServerContext* context) {
-  const absl::Status status =
+  CallLogging logging =
+      StartCallLogging(context, options_.access_log, in_process_key_);
+  absl::Status status =
       AuthenticateCall(*context, options_.bearer_tokens, in_process_key_);
-  if (!status.ok()) return DeniedEmbedStream(status);
+  if (status.ok()) status = logging.ids.status;
+  const auto denied = [&](const absl::Status& refusal) {
+    EndCallLogging(logging, metrics::kMethodEmbedStream,
+                   ToGrpcStatus(refusal, context), absl::ZeroDuration(), {},
+                   context);
+    return DeniedEmbedStream(refusal);
+  };
+  if (!status.ok()) return denied(status);
   StreamLimits limits;
   limits.max_messages_in_flight = options_.max_stream_messages_in_flight;
   limits.max_answer_bytes_in_flight =
       options_.max_stream_answer_bytes_in_flight;
   EmbedStreamCall* call =
-      EmbedStreamCall::Start(context, this, metrics_, limits, &open_calls_);
-  if (call == nullptr) return DeniedEmbedStream(ShuttingDownError());
+      EmbedStreamCall::Start(context, this, metrics_, limits, &open_calls_,
+                             logging);
+  if (call == nullptr) return denied(ShuttingDownError());
   return call;
 }
 

@@ -50,6 +50,7 @@
 #include "favor/v1/favor.grpc.pb.h"
 #include "server/batching/batcher.h"
 #include "server/batching/clock.h"
+#include "server/common/access_log.h"
 #include "server/metrics/batcher_metrics.h"
 #include "server/metrics/metrics.h"
 #include "server/model/model.h"
@@ -129,6 +130,9 @@ class FavorService final : public v1::Favor::CallbackService,
     // with `t` one of these, else it is answered UNAUTHENTICATED
     // (bearer_auth.h). Empty: no authentication.
     std::vector<std::string> bearer_tokens;
+    // Where each call's access-log line goes (call_log.h); null: nowhere.
+    // Must outlive the service.
+    AccessLog* access_log = nullptr;
   };
 
   // A model to serve: its revision (model_fingerprint.h; may be empty) and

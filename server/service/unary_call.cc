@@ -1,6 +1,7 @@
 #include "server/service/unary_call.h"
 
 #include <chrono>
+#include <utility>
 
 #include "server/service/status_mapping.h"
 
@@ -30,9 +31,16 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
 
 void UnaryCall::Answer(const absl::Status& status) {
   if (answered_.exchange(true)) return;
-  metrics_->RecordRequest(model_, method_, status.code(), absl::Now() - start_);
+  const absl::Duration duration = absl::Now() - start_;
+  metrics_->RecordRequest(model_, method_, status.code(), duration);
   in_flight_.reset();
-  Finish(ToGrpcStatus(status, context_));
+  const grpc::Status answer = ToGrpcStatus(status, context_);
+  AccessRecord record;
+  record.model = model_;
+  if (status.ok() && usage_ != nullptr) usage_(&record);
+  EndCallLogging(logging_, method_, answer, duration, std::move(record),
+                 context_);
+  Finish(answer);
 }
 
 void UnaryCall::WatchBatcher(std::weak_ptr<batching::Batcher> batcher) {

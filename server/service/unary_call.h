@@ -29,7 +29,10 @@
 #include "grpcpp/grpcpp.h"
 #include "server/batching/batcher.h"
 #include "server/batching/request.h"
+#include "absl/functional/any_invocable.h"
+#include "server/common/access_log.h"
 #include "server/metrics/metrics.h"
+#include "server/service/call_log.h"
 #include "server/service/open_calls.h"
 
 namespace favor::service {
@@ -53,6 +56,15 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // Weak: a reload may free the batcher of a revision once this call is
   // answered, and gRPC may report a cancellation after that.
   void WatchBatcher(std::weak_ptr<batching::Batcher> batcher);
+
+  // How the call is logged (call_log.h); set before the work starts.
+  void set_logging(CallLogging logging) { logging_ = std::move(logging); }
+  const CallLogging& logging() const { return logging_; }
+  // Fills the access-log record's counts and times from the answer, when
+  // the call is answered OK; set before the work starts.
+  void ReportUsage(absl::AnyInvocable<void(AccessRecord*) const> usage) {
+    usage_ = std::move(usage);
+  }
 
   const std::shared_ptr<batching::CancellationFlag>& cancellation() const {
     return cancellation_;
@@ -81,6 +93,8 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   absl::Mutex batcher_mu_;
   std::weak_ptr<batching::Batcher> batcher_ ABSL_GUARDED_BY(batcher_mu_);
   std::atomic<bool> answered_{false};
+  CallLogging logging_;
+  absl::AnyInvocable<void(AccessRecord*) const> usage_;
 };
 
 }  // namespace favor::service
