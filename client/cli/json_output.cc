@@ -74,13 +74,23 @@ nlohmann::json TokenizerToJson(const TokenizerInfo& tokenizer) {
           {"special_tokens", std::move(special_tokens)}};
 }
 
+// The quantised forms that were asked for, as integers, into `json`.
+void AddQuantized(const QuantizedEmbedding& quantized, nlohmann::json* json) {
+  if (!quantized.int8.empty()) (*json)["int8"] = quantized.int8;
+  if (!quantized.uint8.empty()) (*json)["uint8"] = quantized.uint8;
+  if (!quantized.binary.empty()) (*json)["binary"] = quantized.binary;
+  if (!quantized.ubinary.empty()) (*json)["ubinary"] = quantized.ubinary;
+}
+
 // An Embedding's spans and chunk count, when it has them.
 void AddSpansAndChunks(const Embedding& embedding, nlohmann::json* json) {
   if (!embedding.spans.empty()) {
     nlohmann::json spans = nlohmann::json::array();
     for (const SpanEmbedding& span : embedding.spans) {
-      spans.push_back(
-          {{"num_tokens", span.num_tokens}, {"values", span.values}});
+      nlohmann::json one = {{"num_tokens", span.num_tokens},
+                            {"values", span.values}};
+      AddQuantized(span.quantized, &one);
+      spans.push_back(std::move(one));
     }
     (*json)["spans"] = std::move(spans);
   }
@@ -154,6 +164,7 @@ absl::StatusOr<nlohmann::json> EmbedResultToJson(const EmbedResult& result) {
       if (!tokens.ok()) return tokens.status();
       json["token_embeddings"] = *std::move(tokens);
     }
+    AddQuantized(embedding.quantized, &json);
     AddSpansAndChunks(embedding, &json);
     embeddings.push_back(std::move(json));
   }

@@ -79,6 +79,9 @@ ABSL_FLAG(std::string, normalization, "default", "embed: default, none or l2");
 ABSL_FLAG(std::string, truncation, "none",
           "embed: none (refuse long inputs), left, right or chunk (embed "
           "windows of the model's length and pool them)");
+ABSL_FLAG(std::vector<std::string>, embedding_types, {},
+          "embed: forms of each embedding to print, comma-separated: float, "
+          "int8, uint8, binary, ubinary (docs/http.md); empty: float only");
 ABSL_FLAG(bool, token_embeddings, false,
           "embed: also print each input's per-position output vectors");
 ABSL_FLAG(bool, high_priority, false, "queue the request at high priority");
@@ -247,6 +250,18 @@ absl::StatusOr<favor::EmbedOptions> EmbedOptionsFromFlags() {
                          : favor::Priority::kNormal;
   options.dimensions = absl::GetFlag(FLAGS_dimensions);
   options.chunk_overlap_tokens = absl::GetFlag(FLAGS_chunk_overlap_tokens);
+  for (const std::string& name : absl::GetFlag(FLAGS_embedding_types)) {
+    absl::StatusOr<favor::EmbeddingType> type =
+        ParseChoice<favor::EmbeddingType>(
+            "embedding_types", name,
+            {{"float", favor::EmbeddingType::kFloat},
+             {"int8", favor::EmbeddingType::kInt8},
+             {"uint8", favor::EmbeddingType::kUint8},
+             {"binary", favor::EmbeddingType::kBinary},
+             {"ubinary", favor::EmbeddingType::kUbinary}});
+    if (!type.ok()) return type.status();
+    options.embedding_types.push_back(*type);
+  }
   return options;
 }
 

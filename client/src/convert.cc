@@ -27,6 +27,20 @@ Plain FromProtoEnum(Proto value, Plain if_unspecified) {
                     : static_cast<Plain>(static_cast<int>(value));
 }
 
+template <typename Byte>
+std::vector<Byte> BytesOf(const std::string& bytes) {
+  std::vector<Byte> out(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    out[i] = static_cast<Byte>(bytes[i]);
+  }
+  return out;
+}
+
+QuantizedEmbedding FromProto(const v1::QuantizedEmbedding& proto) {
+  return {BytesOf<int8_t>(proto.int8()), BytesOf<uint8_t>(proto.uint8()),
+          BytesOf<int8_t>(proto.binary()), BytesOf<uint8_t>(proto.ubinary())};
+}
+
 Embedding FromProto(const v1::Embedding& proto) {
   Embedding embedding;
   embedding.values.assign(proto.values().begin(), proto.values().end());
@@ -40,9 +54,10 @@ Embedding FromProto(const v1::Embedding& proto) {
   for (const v1::SpanEmbedding& span : proto.spans()) {
     embedding.spans.push_back(
         {std::vector<float>(span.values().begin(), span.values().end()),
-         span.num_tokens()});
+         span.num_tokens(), FromProto(span.quantized())});
   }
   embedding.num_chunks = proto.num_chunks();
+  embedding.quantized = FromProto(proto.quantized());
   return embedding;
 }
 
@@ -82,6 +97,9 @@ void OptionsToProto(const EmbedOptions& options, v1::EmbedRequest* proto) {
   proto->set_priority(ToProtoEnum<v1::Priority>(options.priority));
   proto->set_dimensions(options.dimensions);
   proto->set_chunk_overlap_tokens(options.chunk_overlap_tokens);
+  for (const EmbeddingType type : options.embedding_types) {
+    proto->add_embedding_types(ToProtoEnum<v1::EmbeddingType>(type));
+  }
 }
 
 AttentionConfig FromProto(const v1::AttentionConfig& proto) {

@@ -212,8 +212,9 @@ MemoryBudgetFromFlags(bool huge_pages, favor::metrics::Metrics* metrics) {
 }
 
 // What GET /info says of the server (server_info.h).
-favor::http::ServerInfo ServerInfoOf(const FavorService::Options& options,
-                                     const favor::batching::MemoryBudget* budget) {
+favor::http::ServerInfo ServerInfoOf(
+    const FavorService::Options& options,
+    const favor::batching::MemoryBudget* budget) {
   favor::http::ServerInfo info;
   info.version = favor::FavorVersion();
   info.git_revision = favor::FavorGitRevision();

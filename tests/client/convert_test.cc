@@ -1,6 +1,7 @@
 // The conversions between the client's plain types and favor.v1 messages
 // (src/convert.h) for the text API: EmbedInput's text, ids and spans, the
-// new EmbedOptions fields, span embeddings and chunk counts, Tokenize both
+// new EmbedOptions fields (embedding_types too), span embeddings and chunk
+// counts, quantised embeddings, Tokenize both
 // ways, and the tokenizer and text limits of ModelInfo. Each field is set to
 // a value of its own, so that a field copied into the wrong place shows.
 #include "convert.h"
@@ -31,6 +32,9 @@ TEST(ConvertTest, EmbedInputsCarryTextIdsAndSpans) {
   options.truncation = Truncation::kChunk;
   options.dimensions = 64;
   options.chunk_overlap_tokens = 32;
+  options.embedding_types = {EmbeddingType::kUbinary, EmbeddingType::kFloat,
+                             EmbeddingType::kInt8, EmbeddingType::kUint8,
+                             EmbeddingType::kBinary};
   v1::EmbedRequest proto;
   ToProto(inputs, options, &proto);
   ExpectProtoEq(proto, ParseText<v1::EmbedRequest>(R"pb(
@@ -52,6 +56,13 @@ TEST(ConvertTest, EmbedInputsCarryTextIdsAndSpans) {
                   priority: PRIORITY_NORMAL
                   dimensions: 64
                   chunk_overlap_tokens: 32
+                  embedding_types: [
+                    EMBEDDING_TYPE_UBINARY,
+                    EMBEDDING_TYPE_FLOAT,
+                    EMBEDDING_TYPE_INT8,
+                    EMBEDDING_TYPE_UINT8,
+                    EMBEDDING_TYPE_BINARY
+                  ]
                 )pb"));
 }
 
@@ -80,6 +91,13 @@ TEST(ConvertTest, EmbeddingsCarrySpansAndChunks) {
       spans {
         values: [ -1, 4 ]
         num_tokens: 4
+        quantized { int8: "\377" }
+      }
+      quantized {
+        int8: "\001\377"
+        uint8: "\002\376"
+        binary: "\200"
+        ubinary: "\300"
       }
     }
     embeddings {
@@ -98,6 +116,14 @@ TEST(ConvertTest, EmbeddingsCarrySpansAndChunks) {
   EXPECT_EQ(spanned.num_chunks, 0);
   EXPECT_TRUE(result.embeddings[1].spans.empty());
   EXPECT_EQ(result.embeddings[1].num_chunks, 3);
+  // Each quantised form in its own field, signed or not.
+  EXPECT_THAT(spanned.quantized.int8, ElementsAre(1, -1));
+  EXPECT_THAT(spanned.quantized.uint8, ElementsAre(2, 254));
+  EXPECT_THAT(spanned.quantized.binary, ElementsAre(-128));
+  EXPECT_THAT(spanned.quantized.ubinary, ElementsAre(192));
+  EXPECT_TRUE(spanned.spans[0].quantized.int8.empty());
+  EXPECT_THAT(spanned.spans[1].quantized.int8, ElementsAre(-1));
+  EXPECT_TRUE(result.embeddings[1].quantized.uint8.empty());
 }
 
 TEST(ConvertTest, TokenizeRequest) {

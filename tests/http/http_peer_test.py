@@ -239,7 +239,10 @@ def check_json_api(port, stub, pb):
     calls = [
         ("Embed", pb.EmbedRequest(inputs=[pb.EmbedInput(text="hello json"),
                                           pb.EmbedInput(token_ids=[101, 2088, 102])],
-                                  include_token_embeddings=True),
+                                  include_token_embeddings=True,
+                                  embedding_types=[pb.EMBEDDING_TYPE_FLOAT,
+                                                   pb.EMBEDDING_TYPE_INT8,
+                                                   pb.EMBEDDING_TYPE_UBINARY]),
          pb.EmbedResponse),
         ("Attend", pb.AttendRequest(query=tensor(pb, [0.1] * 8, [1, 1, 4, 2]),
                                     key=tensor(pb, [0.2] * 8, [1, 1, 4, 2]),

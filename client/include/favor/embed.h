@@ -110,6 +110,32 @@ enum class Truncation {
   kChunk = 4,
 };
 
+// A form in which embeddings are answered (EmbedOptions::embedding_types;
+// docs/http.md, "Embedding types"), each computed by the server from the
+// float values, value by value.
+enum class EmbeddingType {
+  // Embedding::values.
+  kFloat = 1,
+  // round(127·x), clipped to [-127, 127].
+  kInt8 = 2,
+  // round(127.5·x + 127.5), clipped to [0, 255].
+  kUint8 = 3,
+  // Sign bits (1 for x > 0), eight to a byte, most significant first; each
+  // byte minus 128.
+  kBinary = 4,
+  // The same bits as unsigned bytes.
+  kUbinary = 5,
+};
+
+// The quantised forms of one embedding that EmbedOptions::embedding_types
+// asked for; the others are empty.
+struct QuantizedEmbedding {
+  std::vector<int8_t> int8;
+  std::vector<uint8_t> uint8;
+  std::vector<int8_t> binary;    // ceil(values / 8) bytes
+  std::vector<uint8_t> ubinary;  // ceil(values / 8) bytes
+};
+
 // Everything of an Embed call but its inputs.
 struct EmbedOptions {
   // Name of the model; empty means the server's default model.
@@ -130,6 +156,10 @@ struct EmbedOptions {
   // Tokens shared by consecutive windows with Truncation::kChunk; below
   // max_tokens_per_input / 2.
   int64_t chunk_overlap_tokens = 0;
+  // Empty: Embedding::values only. Otherwise each type listed (at most
+  // once): Embedding::quantized (and each span's) holds the quantised
+  // types, and Embedding::values is filled only when kFloat is listed.
+  std::vector<EmbeddingType> embedding_types;
 };
 
 // The pooled embedding of one span of an input.
@@ -139,6 +169,8 @@ struct SpanEmbedding {
   std::vector<float> values;
   // Tokens the span covers.
   int64_t num_tokens = 0;
+  // Its quantised forms (EmbedOptions::embedding_types).
+  QuantizedEmbedding quantized;
 };
 
 // The output for one input.
@@ -158,6 +190,8 @@ struct Embedding {
   // With Truncation::kChunk: the windows the input was split into (1 when it
   // fitted); 0 otherwise.
   int64_t num_chunks = 0;
+  // The pooled embedding's quantised forms (EmbedOptions::embedding_types).
+  QuantizedEmbedding quantized;
 };
 
 // The answer to one Embed call.

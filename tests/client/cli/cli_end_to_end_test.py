@@ -141,6 +141,23 @@ def check_embed(cli, server, tmp):
                                     ",".join(["7"] * 70)])
     assert truncated["embeddings"][0]["num_tokens"] == 64, truncated
     assert truncated["embeddings"][0]["num_truncated_tokens"] == 6, truncated
+    # Quantised forms beside the floats (docs/http.md, "Embedding types"),
+    # checked against the floats themselves.
+    typed = embed(cli, server, ["--embedding_types=float,int8,ubinary", "1,2,3"])
+    first = typed["embeddings"][0]
+    assert first["values"] == from_args["embeddings"][0]["values"], first
+    rounded = [math.floor(abs(127 * x) + 0.5) * (1 if x >= 0 else -1)
+               for x in first["values"]]
+    assert first["int8"] == [max(-127, min(127, r)) for r in rounded], first
+    bits = "".join("1" if x > 0 else "0" for x in first["values"])
+    bits += "0" * (-len(bits) % 8)
+    assert first["ubinary"] == [int(bits[i:i + 8], 2)
+                                for i in range(0, len(bits), 8)], first
+    assert "uint8" not in first and "binary" not in first, first
+    only_bits = embed(cli, server, ["--embedding_types=binary", "1,2,3"])
+    assert only_bits["embeddings"][0]["values"] == [], only_bits
+    assert only_bits["embeddings"][0]["binary"] == [
+        b - 128 for b in first["ubinary"]], only_bits
 
 
 def check_bad_embed(cli, server, tmp):
@@ -167,6 +184,8 @@ def check_bad_embed(cli, server, tmp):
                  NOT_FOUND, "Is a directory")
     expect_error([cli, endpoint, "embed", "--pooling=weighted", "1"],
                  INVALID_ARGUMENT, "--pooling=weighted")
+    expect_error([cli, endpoint, "embed", "--embedding_types=int4", "1"],
+                 INVALID_ARGUMENT, "--embedding_types=int4")
     expect_error([cli, endpoint, "--bogus_flag", "health"], INVALID_ARGUMENT,
                  "unknown flag '--bogus_flag'")
     expect_error([cli, endpoint, "--deadline=soon", "health"], INVALID_ARGUMENT,

@@ -59,6 +59,23 @@ TEST(JsonOutputTest, SpansAndChunksOnlyWhenThereAreSome) {
   EXPECT_EQ((*json)["embeddings"][1]["num_chunks"], 4);
 }
 
+TEST(JsonOutputTest, QuantizedFormsOnlyWhenAsked) {
+  EmbedResult result;
+  Embedding embedding;
+  embedding.quantized.int8 = {-1, 127};
+  embedding.quantized.ubinary = {192};
+  embedding.spans = {{{}, 2, {{}, {7}, {}, {}}}};
+  result.embeddings = {embedding};
+  auto json = EmbedResultToJson(result);
+  ASSERT_TRUE(json.ok()) << json.status();
+  const nlohmann::json& first = (*json)["embeddings"][0];
+  EXPECT_EQ(first["int8"], nlohmann::json({-1, 127}));
+  EXPECT_EQ(first["ubinary"], nlohmann::json({192}));
+  EXPECT_FALSE(first.contains("uint8") || first.contains("binary"));
+  EXPECT_EQ(first["spans"][0]["uint8"], nlohmann::json({7}));
+  EXPECT_FALSE(first["spans"][0].contains("int8"));
+}
+
 TEST(JsonOutputTest, TokenizeResultAsParallelArrays) {
   TokenizeResult result;
   result.model = "bert";
