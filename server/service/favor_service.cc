@@ -389,9 +389,8 @@ FavorService::EmbedStream(grpc::CallbackServerContext* context) {
   limits.max_messages_in_flight = options_.max_stream_messages_in_flight;
   limits.max_answer_bytes_in_flight =
       options_.max_stream_answer_bytes_in_flight;
-  EmbedStreamCall* call =
-      EmbedStreamCall::Start(context, this, metrics_, limits, &open_calls_,
-                             logging);
+  EmbedStreamCall* call = EmbedStreamCall::Start(context, this, metrics_,
+                                                 limits, &open_calls_, logging);
   if (call == nullptr) return denied(ShuttingDownError());
   return call;
 }
