@@ -23,7 +23,7 @@ const favor::http::ApiHandler::Options kApi;
 
 ABSL_FLAG(int, http_port, kHttp.port,
           "port of the HTTP/JSON API (OpenAI's /v1/embeddings and "
-          "/v1/models, /v1/favor/<Method>, /health); 0: no HTTP API");
+          "/v1/models, /v1/favor/<Method>, /health, /info); 0: no HTTP API");
 ABSL_FLAG(int, http_threads, kHttp.num_threads,
           "threads of the HTTP event loop (handlers never block)");
 ABSL_FLAG(int, http_max_connections, kHttp.max_connections,
@@ -48,6 +48,9 @@ ABSL_FLAG(std::vector<std::string>, http_cors_allow_origins, {},
           "origins whose web pages may call the HTTP API from a browser "
           "(CORS), comma-separated, e.g. https://app.example.com; '*': any; "
           "empty: none");
+ABSL_FLAG(bool, http_info_requires_key, kApi.info_requires_key,
+          "GET /info needs the bearer token (--auth_tokens_file) as the "
+          "other routes do; false: it is open, like /health");
 
 namespace favor {
 
@@ -78,8 +81,8 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
     const std::vector<std::string>& tokens, const std::string& in_process_key,
     const http::CallLimits& limits, const http::HttpServer::TlsFiles& tls,
-    absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics,
-    AccessLog* access_log) {
+    const http::ServerInfo& info, absl::AnyInvocable<bool() const> serving,
+    metrics::Metrics* metrics, AccessLog* access_log) {
   const int port = absl::GetFlag(FLAGS_http_port);
   if (port == 0) {
     LOG(INFO) << "event=http_disabled reason=\"--http_port=0\"";
@@ -92,6 +95,8 @@ absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
       absl::Milliseconds(absl::GetFlag(FLAGS_http_default_timeout_millis));
   api.cors_allow_origins = absl::GetFlag(FLAGS_http_cors_allow_origins);
   api.call_limits = limits;
+  api.info_requires_key = absl::GetFlag(FLAGS_http_info_requires_key);
+  api.server_info = info;
   api.access_log = access_log;
   grpc::ChannelArguments channel;
   channel.SetMaxReceiveMessageSize(-1);

@@ -34,15 +34,16 @@ absl::Status CheckHttpFlagRanges();
 // `tokens` are the service's bearer tokens, `in_process_key` its
 // FavorService::in_process_key(), `limits` its per-call limits
 // (which bound request bodies), `tls` the gRPC certificate
-// files (the same flags serve both); `serving` answers GET /health;
+// files (the same flags serve both); `info` is what GET /info says of the
+// server; `serving` answers GET /health;
 // `metrics` records every HTTP answer and must outlive the API, as must
 // `access_log` (null: no access log), which gets a line per request.
 absl::StatusOr<std::unique_ptr<HttpApi>> StartHttpApi(
     grpc::Server* grpc_server, const std::string& bind_address,
     const std::vector<std::string>& tokens, const std::string& in_process_key,
     const http::CallLimits& limits, const http::HttpServer::TlsFiles& tls,
-    absl::AnyInvocable<bool() const> serving, metrics::Metrics* metrics,
-    AccessLog* access_log = nullptr);
+    const http::ServerInfo& info, absl::AnyInvocable<bool() const> serving,
+    metrics::Metrics* metrics, AccessLog* access_log = nullptr);
 
 }  // namespace favor
 

@@ -45,6 +45,7 @@
 #include "server/app/flag_range.h"
 #include "server/app/http_flags.h"
 #include "server/app/memory_budget_setup.h"
+#include "server/common/build_info.h"
 #include "server/app/model_reloader.h"
 #include "server/app/protobuf_log.h"
 #include "server/app/reload_worker.h"
@@ -208,6 +209,17 @@ MemoryBudgetFromFlags(bool huge_pages, favor::metrics::Metrics* metrics) {
         favor::attention::HugePageAllocatorOptions().max_cached_bytes;
   }
   return favor::StartMemoryBudget(setup, metrics);
+}
+
+// What GET /info says of the server (server_info.h).
+favor::http::ServerInfo ServerInfoOf(const FavorService::Options& options,
+                                     const favor::batching::MemoryBudget* budget) {
+  favor::http::ServerInfo info;
+  info.version = favor::FavorVersion();
+  info.git_revision = favor::FavorGitRevision();
+  info.memory_budget_bytes = budget != nullptr ? budget->max_bytes() : 0;
+  info.tokenization_workers = options.tokenizer_threads;
+  return info;
 }
 
 // What GET /health reports: the gRPC health status of the whole server.
@@ -403,8 +415,10 @@ absl::Status Run() {
                        favor::http::CallLimits{options.max_inputs_per_call,
                                                options.max_tokens_per_call,
                                                options.max_spans_per_input},
-                       HttpTlsFromFlags(), [] { return serving_now.load(); },
-                       metrics.get(), access_log));
+                       HttpTlsFromFlags(),
+                       ServerInfoOf(options, memory_budget.get()),
+                       [] { return serving_now.load(); }, metrics.get(),
+                       access_log));
   RETURN_IF_ERROR(WarmUp(models));
   favor::LogMemoryEstimates(models);
   SetHealth(server.get(), true);
@@ -440,7 +454,8 @@ int main(int argc, char** argv) {
   usage.contains_helpshort_flags = usage.contains_help_flags;
   // absl's default says how absl itself was built ("Debug build").
   usage.version_string = [] {
-    return std::string("favor-server " FAVOR_VERSION "\n");
+    return absl::StrCat("favor-server ", favor::FavorVersion(), " (",
+                        favor::FavorGitRevision(), ")\n");
   };
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);

@@ -10,12 +10,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "favor/v1/favor.pb.h"
 #include "server/common/request_id.h"
 #include "server/http/api_errors.h"
 #include "server/http/json_codec.h"
 #include "server/http/openai_embeddings.h"
+#include "server/http/server_info.h"
 #include "server/service/bearer_auth.h"
 
 namespace favor::http {
@@ -28,15 +30,24 @@ constexpr absl::string_view kModelsPrefix = "/v1/models/";
 constexpr absl::string_view kTimeoutHeader = "X-Request-Timeout";
 constexpr char kRequestIdResponseHeader[] = "X-Request-Id";
 
-enum class RouteKind { kEmbeddings, kModels, kModel, kHealth, kFavor, kNone };
+enum class RouteKind {
+  kEmbeddings,
+  kModels,
+  kModel,
+  kHealth,
+  kInfo,
+  kFavor,
+  kNone
+};
 
 }  // namespace
 
 struct ApiHandler::Route {
   RouteKind kind = RouteKind::kNone;
   bhttp::verb verb = bhttp::verb::get;
-  std::string method;       // kFavor: the RPC's name; kModel: the model's
-  bool bad_escape = false;  // kModel: a '%' not followed by two hex digits
+  std::string method;  // kFavor: the RPC's name; kModel, kInfo: the model's
+  bool bad_escape = false;  // kModel, kInfo: a '%' not followed by two hex
+                            // digits
 };
 
 namespace {
@@ -68,6 +79,7 @@ std::optional<std::string> PercentDecoded(absl::string_view segment) {
 std::string RouteLabel(const Route& route, boost::beast::string_view target) {
   if (route.kind == RouteKind::kNone) return "(other)";
   if (route.kind == RouteKind::kModel) return "/v1/models/{model}";
+  if (route.kind == RouteKind::kInfo) return "/info";
   if (route.kind == RouteKind::kFavor) {
     return absl::StrCat(kFavorPrefix, route.method);
   }
@@ -75,9 +87,26 @@ std::string RouteLabel(const Route& route, boost::beast::string_view target) {
   return std::string(path.substr(0, path.find('?')));
 }
 
+// GET /info?model=NAME: NAME, percent-decoded; empty for the default model.
+Route InfoRoute(absl::string_view query) {
+  Route route{RouteKind::kInfo, bhttp::verb::get, ""};
+  for (absl::string_view pair : absl::StrSplit(query, '&')) {
+    if (!absl::ConsumePrefix(&pair, "model=")) continue;
+    std::optional<std::string> model = PercentDecoded(pair);
+    route.method = model.value_or(std::string(pair));
+    route.bad_escape = !model.has_value();
+  }
+  return route;
+}
+
 Route RouteOf(boost::beast::string_view target) {
   absl::string_view path = ViewOf(target);
-  path = path.substr(0, path.find('?'));
+  const size_t question = path.find('?');
+  const absl::string_view query = question == absl::string_view::npos
+                                      ? absl::string_view()
+                                      : path.substr(question + 1);
+  path = path.substr(0, question);
+  if (path == "/info") return InfoRoute(query);
   if (path == "/v1/embeddings")
     return {RouteKind::kEmbeddings, bhttp::verb::post, ""};
   if (path == "/v1/models") return {RouteKind::kModels, bhttp::verb::get, ""};
@@ -203,6 +232,8 @@ class ApiHandler::Admitted final : public Exchange {
         return api_->OneModel(route_.method, call, std::move(respond));
       case RouteKind::kHealth:
         return api_->Health(std::move(respond));
+      case RouteKind::kInfo:
+        return api_->Info(route_.method, call, std::move(respond));
       case RouteKind::kFavor:
         return api_->FavorMethod(route_.method, request, call,
                                  std::move(respond));
@@ -330,7 +361,7 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header,
         absl::StrCat("the model name in ", ViewOf(header.target()),
                      " has a '%' not followed by two hex digits"));
   }
-  if (route.kind == RouteKind::kModel) {
+  if (route.kind == RouteKind::kModel || route.kind == RouteKind::kInfo) {
     // Decoded, it goes into a proto3 string, which must be UTF-8.
     const absl::Status utf8 = CheckUtf8(route.method, "the model name");
     if (!utf8.ok()) return ErrorResponse(utf8);
@@ -354,7 +385,9 @@ std::optional<Response> ApiHandler::Admit(const RequestHeader& header,
       ViewOf(header[bhttp::field::authorization]);
   // The one check of the key: the service's calls carry its in-process
   // key instead (bearer_auth.h).
-  if (!options_.bearer_tokens.empty()) {
+  const bool keyless_info =
+      route.kind == RouteKind::kInfo && !options_.info_requires_key;
+  if (!options_.bearer_tokens.empty() && !keyless_info) {
     absl::Status key =
         service::CheckBearerToken(authorization, options_.bearer_tokens);
     if (!key.ok()) return ErrorResponse(key);
@@ -386,16 +419,18 @@ void ApiHandler::Embeddings(const Request& request,
   absl::StatusOr<EmbeddingsCall> embeddings =
       ParseEmbeddingsRequest(request.body(), options_.call_limits);
   if (!embeddings.ok()) return respond(ErrorResponse(embeddings.status()));
+  std::string request_bytes = embeddings->request.SerializeAsString();
   client_.Call(
-      "Embed", embeddings->request.SerializeAsString(), call,
-      [base64 = embeddings->base64,
+      "Embed", std::move(request_bytes), call,
+      [embeddings = *std::move(embeddings),
        respond = std::move(respond)](ServiceClient::Answer answer) mutable {
         auto response = ParseAnswer<v1::EmbedResponse>(answer);
         if (!response.ok()) {
           return respond(
               ErrorResponse(response.status(), answer.retry_after_millis));
         }
-        Response ok = JsonResponse(EmbeddingsResponseJson(*response, base64));
+        Response ok =
+            JsonResponse(EmbeddingsResponseJson(*response, embeddings));
         SetTimingHeaders(*response, ok);
         respond(std::move(ok));
       });
@@ -430,6 +465,24 @@ void ApiHandler::OneModel(const std::string& model,
         }
         respond(JsonResponse(ModelJson(response->model())));
       });
+}
+
+void ApiHandler::Info(const std::string& model,
+                      const ServiceClient::CallOptions& call,
+                      Responder respond) {
+  v1::GetModelRequest get;
+  get.set_model(model);
+  client_.Call("GetModel", get.SerializeAsString(), call,
+               [this, respond = std::move(respond)](
+                   ServiceClient::Answer answer) mutable {
+                 auto response = ParseAnswer<v1::GetModelResponse>(answer);
+                 if (!response.ok()) {
+                   return respond(ErrorResponse(response.status(),
+                                                answer.retry_after_millis));
+                 }
+                 respond(JsonResponse(
+                     InfoJson(response->model(), options_.server_info)));
+               });
 }
 
 void ApiHandler::Health(Responder respond) const {

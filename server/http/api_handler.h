@@ -5,6 +5,10 @@
 //   POST /v1/favor/<Method> every unary favor.v1.Favor RPC as proto3 JSON
 //                           (favor_json.h)
 //   GET  /health            200 while serving, 503 otherwise; no key needed
+//   GET  /info[?model=NAME] the model (default: the default model) and the
+//                           server, in text-embeddings-inference's shape
+//                           (server_info.h); no key needed unless
+//                           Options.info_requires_key
 //   OPTIONS (any route)     CORS preflight, with Options.cors_allow_origins
 //                           (cors.h); no key needed
 //
@@ -38,6 +42,7 @@
 #include "server/http/cors.h"
 #include "server/http/favor_json.h"
 #include "server/http/http_server.h"
+#include "server/http/server_info.h"
 #include "server/http/service_client.h"
 #include "server/metrics/metrics.h"
 
@@ -62,6 +67,10 @@ class ApiHandler final : public Handler {
     // The service's per-call limits: a body that holds more than a call
     // within them is refused before protobuf parses it (json_codec.h).
     CallLimits call_limits;
+    // Whether GET /info needs the bearer token too (with bearer_tokens).
+    bool info_requires_key = false;
+    // What GET /info says of the server.
+    ServerInfo server_info;
     // Where each request's access-log line goes (access_log.h); null:
     // nowhere. Must outlive the handler.
     AccessLog* access_log = nullptr;
@@ -101,6 +110,10 @@ class ApiHandler final : public Handler {
   void OneModel(const std::string& model,
                 const ServiceClient::CallOptions& call, Responder respond);
   void Health(Responder respond) const;
+  // GET /info: `model` (empty: the default) by GetModel, or 404
+  // model_not_found.
+  void Info(const std::string& model, const ServiceClient::CallOptions& call,
+            Responder respond);
   void FavorMethod(const std::string& method, const Request& request,
                    const ServiceClient::CallOptions& call, Responder respond);
   // Accept's checks of the header, unrecorded: a refusal, or nullopt with

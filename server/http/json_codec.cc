@@ -156,10 +156,12 @@ JsonBodyLimits EmbeddingsBodyLimits(const CallLimits& limits) {
   // {"input": [[ids], ...], "model": "...", ...}
   const double inputs = static_cast<double>(limits.max_inputs_per_call);
   body.max_nested_in_array = limits.max_inputs_per_call;
-  body.max_containers = Capped(inputs + 2);
-  body.max_strings = Capped(inputs + 4);  // model, format, user, prompt_name
+  body.max_containers = Capped(inputs + 3);  // and embedding_types
+  // model, encoding_format, user, prompt_name, truncation_direction and
+  // the five embedding_types
+  body.max_strings = Capped(inputs + 10);
   body.max_values =
-      Capped(static_cast<double>(limits.max_tokens_per_call) + 2 * inputs + 16);
+      Capped(static_cast<double>(limits.max_tokens_per_call) + 2 * inputs + 32);
   return body;
 }
 

@@ -118,7 +118,8 @@ inline constexpr absl::string_view kModelFreeMethods[] = {kMethodAttend,
 inline constexpr absl::string_view kHttpRoutes[] = {
     "/v1/embeddings",       "/v1/models",         "/v1/models/{model}",
     "/health",              "/v1/favor/Embed",    "/v1/favor/Attend",
-    "/v1/favor/ListModels", "/v1/favor/GetModel", "/v1/favor/Tokenize"};
+    "/v1/favor/ListModels", "/v1/favor/GetModel", "/v1/favor/Tokenize",
+    "/info"};
 inline constexpr int kHttpCodes[] = {200, 204, 400, 401, 403, 404,
                                      405, 409, 413, 415, 429, 431,
                                      499, 500, 501, 503, 504};

@@ -63,7 +63,13 @@ void EmbedGather::Write(int index, const EmbedWork& work) {
   if (!work.pooled.empty()) {
     const std::vector<float> values =
         FinishEmbedding(work.pooled, options_.dimensions, options_.normalize);
-    embedding->mutable_values()->Add(values.begin(), values.end());
+    const EmbeddingTypes& types = options_.embedding_types;
+    if (types.float_values) {
+      embedding->mutable_values()->Add(values.begin(), values.end());
+    }
+    if (types.any_quantized()) {
+      Quantize(values, types, embedding->mutable_quantized());
+    }
   }
   if (options_.include_token_embeddings) {
     std::vector<float> rows = work.token_rows;
@@ -79,7 +85,12 @@ void EmbedGather::Write(int index, const EmbedWork& work) {
         absl::MakeConstSpan(work.span_means).subspan(j * dim_, dim_),
         options_.dimensions, options_.normalize);
     v1::SpanEmbedding* span = embedding->add_spans();
-    span->mutable_values()->Add(values.begin(), values.end());
+    if (options_.embedding_types.float_values) {
+      span->mutable_values()->Add(values.begin(), values.end());
+    }
+    if (options_.embedding_types.any_quantized()) {
+      Quantize(values, options_.embedding_types, span->mutable_quantized());
+    }
     span->set_num_tokens(work.spans[j].size());
   }
   MergeServerTiming(work.queue_time, work.compute_time,

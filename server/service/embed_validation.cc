@@ -320,6 +320,14 @@ absl::StatusOr<ResolvedEmbedOptions> ResolveEmbedOptions(
   resolved.dimensions = request.dimensions();
   resolved.chunk_overlap_tokens = request.chunk_overlap_tokens();
   RETURN_IF_ERROR(ResolvePrompt(request, model, &resolved));
+  ASSIGN_OR_RETURN(resolved.embedding_types,
+                   ResolveEmbeddingTypes(request.embedding_types()));
+  if (!request.embedding_types().empty() &&
+      resolved.pooling == model::Pooling::kNone) {
+    return absl::InvalidArgumentError(
+        "embedding_types needs a pooled embedding to quantise; POOLING_NONE "
+        "has none");
+  }
   return resolved;
 }
 
@@ -374,7 +382,13 @@ int64_t AnswerBytesBound(const v1::EmbedRequest& request,
   const int64_t dim = model.embedding_dim;
   const int64_t vector_values =
       options.dimensions > 0 ? std::min(options.dimensions, dim) : dim;
-  const int64_t vector_bytes = vector_values * 4 + kFieldBytes;
+  const EmbeddingTypes& types = options.embedding_types;
+  const int64_t bit_bytes = (vector_values + 7) / 8;
+  const int64_t vector_bytes =
+      vector_values * 4 + kFieldBytes +
+      (types.any_quantized() ? kFieldBytes * 5 : 0) +
+      (types.int8 ? vector_values : 0) + (types.uint8 ? vector_values : 0) +
+      (types.binary ? bit_bytes : 0) + (types.ubinary ? bit_bytes : 0);
   int64_t bytes = kResponseBytes + static_cast<int64_t>(
                                        request.model().size());
   for (int i = 0; i < request.inputs_size(); ++i) {

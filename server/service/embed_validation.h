@@ -16,6 +16,7 @@
 #include "absl/types/span.h"
 #include "favor/v1/favor.pb.h"
 #include "server/model/model.h"
+#include "server/service/output_vectors.h"
 
 namespace favor::service {
 
@@ -44,6 +45,8 @@ struct ResolvedEmbedOptions {
   // the model's default prompt); whether the request named it.
   std::string prompt;
   bool prompt_named = false;
+  // The forms of each pooled and span embedding to answer.
+  EmbeddingTypes embedding_types;
 };
 
 // `call_limits`' call-wide limits, with the model's own (max_tokens_per_input

@@ -373,6 +373,28 @@ def http_seeds():
             ["X-Request-Id: fuzz-1",
              "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-"
              "00f067aa0ba902b7-01"])),
+        "info": (encode("GetModelResponse",
+                        'model { name: "default" dtype: "float32" '
+                        'limits { max_tokens_per_input: 512 } config { '
+                        'attention { kernel: "favor+" num_features: 256 } } }'),
+                 http("GET", "/info?model=def%61ult")),
+        "embedding_types": (encode(
+            "EmbedResponse", 'model: "default" embeddings { values: [0.5, -1] '
+            'quantized { int8: "\\001\\377" uint8: "\\200\\000" '
+            'binary: "\\000" ubinary: "\\200" } num_tokens: 9 '
+            'num_truncated_tokens: 4 } num_tokens: 9'), http(
+            "POST", "/v1/embeddings",
+            b'{"input": ["a b c"], "embedding_types": ["float", "int8", '
+            b'"uint8", "binary", "ubinary"], "encoding_format": "base64", '
+            b'"truncate": true, "truncation_direction": "Left"}')),
+        "late_chunking": (encode(
+            "EmbedResponse", 'model: "default" embeddings { values: [1] '
+            'spans { values: [0.5] num_tokens: 2 quantized { int8: "\\177" } } '
+            'spans { values: [-0.5] num_tokens: 1 } num_tokens: 5 } '
+            'num_tokens: 5'), http(
+            "POST", "/v1/embeddings",
+            b'{"input": ["first chunk", "second"], "late_chunking": true, '
+            b'"embedding_types": ["int8"]}')),
     }
     for name, (answer, request) in cases.items():
         write("http_request_fuzz", name,

@@ -265,6 +265,11 @@ TEST(EmbeddingsBodyLimitsTest, TheLargestCallPassesAndOneInputMoreDoesNot) {
     request.set_encoding_format("base64");
     request.set_dimensions(8);
     request.set_user("x");
+    request.set_prompt_name("x");
+    request.set_truncation_direction("left");
+    for (const char* type : {"float", "int8", "uint8", "binary", "ubinary"}) {
+      request.add_embedding_types(type);
+    }
     pb::ListValue* list = request.mutable_input()->mutable_list_value();
     for (int i = 0; i < inputs; ++i) {
       if (text) {

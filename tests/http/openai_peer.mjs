@@ -4,7 +4,8 @@
 // decoded from base64 where the client asked for it, which it does by
 // itself when the caller names no encoding_format), plus the model list and
 // the status of a call for an unknown model; one model retrieved, and the
-// status of retrieving an unknown one.
+// status of retrieving an unknown one. Favor's extension fields (`inputs`,
+// `embeddings`) are passed on as the server sent them.
 // Usage: node openai_peer.mjs <node_modules dir> <base URL> [api key]
 import { createRequire } from 'module';
 import path from 'path';
@@ -25,6 +26,14 @@ const cases = [
   { name: 'float', input: 'hello world', encoding_format: 'float' },
   { name: 'base64', input: ['hello', 'world'], encoding_format: 'base64' },
   { name: 'dimensions', input: ['hello', 'world'], dimensions: 64 },
+  // Favor's extensions (docs/http.md), which the client passes through.
+  { name: 'embedding_types', input: ['hello', 'a second text'], encoding_format: 'float',
+    embedding_types: ['float', 'int8', 'uint8', 'binary', 'ubinary'] },
+  { name: 'embedding_types_base64', input: ['hello'], encoding_format: 'base64',
+    embedding_types: ['ubinary', 'int8'] },
+  { name: 'truncate', input: ['hello', 'world'], truncate: true, truncation_direction: 'Left' },
+  { name: 'late_chunking', late_chunking: true,
+    input: ['Late chunking embeds a document once.', 'Each chunk is pooled', 'from its own tokens.'] },
 ];
 
 const results = [];
@@ -37,12 +46,14 @@ for (const c of cases) {
     object: response.object,
     model: response.model,
     usage: response.usage,
+    inputs: response.inputs,
     data: response.data.map((d) => ({
       object: d.object,
       index: d.index,
+      embeddings: d.embeddings,
       // The client decodes base64 itself only when it chose base64; asked
       // for explicitly, the string comes back as the server sent it.
-      embedding: typeof d.embedding === 'string'
+      embedding: d.embedding === undefined ? null : typeof d.embedding === 'string'
         ? Array.from(new Float32Array(new Uint8Array(Buffer.from(d.embedding, 'base64')).buffer))
         : Array.from(d.embedding),
     })),

@@ -33,14 +33,15 @@ def start(binary, repository, port, *flags):
 
 def check_help_and_version(binary):
     """--help lists the flags of every file that defines them; --version
-    names the release, not how abseil was built."""
+    names the release and the commit, not how abseil was built."""
     run = subprocess.run([binary, "--help"], capture_output=True, text=True)
     for flag in ("--port", "--http_port", "--max_batch_tokens",
                  "--tokenizer_threads", "--http_cors_allow_origins"):
         assert f"{flag} " in run.stdout, (flag, run.stdout[-2000:])
     run = subprocess.run([binary, "--version"], capture_output=True, text=True)
     assert run.returncode == 0 and re.fullmatch(
-        r"favor-server \d+\.\d+\.\d+\n", run.stdout), run
+        r"favor-server \d+\.\d+\.\d+ \(([0-9a-f]{40}|unknown)\)\n",
+        run.stdout), run
     print(f"ok --help lists the flags, --version says {run.stdout.strip()}")
 
 
