@@ -62,7 +62,8 @@ Fields FieldsOf(const AccessRecord& record, bool warning) {
 std::string TextValue(absl::string_view value) {
   std::string text(Cut(value));
   for (char& c : text) {
-    const bool plain = c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '=';
+    const bool plain =
+        c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '=';
     if (!plain) c = '?';
   }
   return text.empty() ? "-" : text;
@@ -72,9 +73,9 @@ std::string TextLine(const Fields& fields) {
   std::string line = "event=access";
   for (const auto& [key, value] : fields.items()) {
     if (key == "time" || key == "level") continue;  // glog's prefix says them
-    absl::StrAppend(&line, " ", key, "=",
-                    value.is_string() ? TextValue(value.get<std::string>())
-                                      : value.dump());
+    absl::StrAppend(
+        &line, " ", key, "=",
+        value.is_string() ? TextValue(value.get<std::string>()) : value.dump());
   }
   return line;
 }
@@ -121,8 +122,7 @@ void AccessLog::Write(const AccessRecord& record) {
   sink_(IsSlow(record, options_), FormatLine(record, options_));
 }
 
-absl::StatusOr<AccessLog::Format> ParseAccessLogFormat(
-    absl::string_view name) {
+absl::StatusOr<AccessLog::Format> ParseAccessLogFormat(absl::string_view name) {
   if (name == "text") return AccessLog::Format::kText;
   if (name == "json") return AccessLog::Format::kJson;
   return absl::InvalidArgumentError(

@@ -44,7 +44,7 @@ struct AccessRecord {
   // HTTP: the route, as the metrics' `route` label ("/v1/embeddings");
   // gRPC: the full method ("/favor.v1.Favor/Embed").
   std::string route;
-  std::string model;  // the model that served it; empty: none or unknown
+  std::string model;    // the model that served it; empty: none or unknown
   int64_t inputs = -1;  // inputs of an Embed call, texts of a Tokenize
   int64_t tokens = -1;  // tokens read (the answer's num_tokens / usage)
   // The service's ServerTiming: in the queue, and computing (a unary call:

@@ -28,9 +28,8 @@ absl::Status CheckRequestId(absl::string_view id) {
         absl::StrCat("the request id (", kRequestIdHeader, ") takes 1 to ",
                      kMaxRequestIdBytes, " characters, not ", id.size()));
   }
-  const bool visible = std::all_of(id.begin(), id.end(), [](char c) {
-    return c >= 0x21 && c <= 0x7e;
-  });
+  const bool visible = std::all_of(
+      id.begin(), id.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
   if (!visible) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the request id (", kRequestIdHeader,
@@ -83,9 +82,9 @@ CallIds ReadCallIds(absl::Span<const absl::string_view> request_ids,
   if (ids.request_id.empty()) ids.request_id = NewRequestId();
   if (!ids.status.ok()) return ids;
   if (traceparents.size() > 1) {
-    ids.status = absl::InvalidArgumentError(absl::StrCat(
-        "a request has one ", kTraceparentHeader, ", not ",
-        traceparents.size()));
+    ids.status = absl::InvalidArgumentError(
+        absl::StrCat("a request has one ", kTraceparentHeader, ", not ",
+                     traceparents.size()));
   } else if (traceparents.size() == 1) {
     if (traceparents[0].size() > kMaxTraceparentBytes) {
       ids.status = absl::InvalidArgumentError(absl::StrCat(

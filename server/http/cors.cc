@@ -17,10 +17,10 @@ namespace bhttp = boost::beast::http;
 
 constexpr absl::string_view kAnyOrigin = "*";
 // Beyond the headers every page may read (Content-Type, Content-Length):
-// the retry hint and the timing headers of /v1/embeddings.
+// the retry hint, the timing headers of /v1/embeddings and the request id.
 constexpr absl::string_view kExposed =
     "Retry-After, Server-Timing, x-queue-time, x-inference-time, "
-    "x-compute-tokens";
+    "x-compute-tokens, X-Request-Id";
 
 // scheme://host[:port], as the Origin header serialises it.
 bool IsOrigin(absl::string_view origin) {

@@ -7,9 +7,8 @@
 // --http_cors_allow_origins). With a list:
 // - an answer to a request whose `Origin` is listed carries
 //   Access-Control-Allow-Origin (that origin, or "*" when the list is "*")
-//   and exposes Retry-After and the timing headers; every answer carries
-//   `Vary: Origin` unless the
-//   list is "*";
+//   and exposes Retry-After, the timing headers and X-Request-Id; every
+//   answer carries `Vary: Origin` unless the list is "*";
 // - a preflight (OPTIONS with Origin and Access-Control-Request-Method) of
 //   a listed origin, for a route's own method, is answered 204 with the
 //   allowed method, the headers asked for and a max age; an unlisted origin

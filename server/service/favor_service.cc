@@ -14,7 +14,6 @@
 #include "server/service/call_log.h"
 #include "server/service/model_info.h"
 #include "server/service/server_timing.h"
-#include "server/service/status_mapping.h"
 #include "server/service/tokenize_texts.h"
 #include "server/service/unary_call.h"
 
@@ -380,8 +379,9 @@ FavorService::EmbedStream(grpc::CallbackServerContext* context) {
   if (status.ok()) status = logging.ids.status;
   const auto denied = [&](const absl::Status& refusal) {
     EndCallLogging(logging, metrics::kMethodEmbedStream,
-                   ToGrpcStatus(refusal, context), absl::ZeroDuration(), {},
-                   context);
+                   grpc::Status(static_cast<grpc::StatusCode>(refusal.code()),
+                                std::string(refusal.message())),
+                   absl::ZeroDuration(), {}, context);
     return DeniedEmbedStream(refusal);
   };
   if (!status.ok()) return denied(status);
@@ -389,9 +389,8 @@ FavorService::EmbedStream(grpc::CallbackServerContext* context) {
   limits.max_messages_in_flight = options_.max_stream_messages_in_flight;
   limits.max_answer_bytes_in_flight =
       options_.max_stream_answer_bytes_in_flight;
-  EmbedStreamCall* call =
-      EmbedStreamCall::Start(context, this, metrics_, limits, &open_calls_,
-                             logging);
+  EmbedStreamCall* call = EmbedStreamCall::Start(context, this, metrics_,
+                                                 limits, &open_calls_, logging);
   if (call == nullptr) return denied(ShuttingDownError());
   return call;
 }

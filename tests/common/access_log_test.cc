@@ -23,7 +23,8 @@ using ::testing::Not;
 
 Struct Parse(const std::string& line) {
   Struct parsed;
-  const auto status = google::protobuf::util::JsonStringToMessage(line, &parsed);
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(line, &parsed);
   EXPECT_TRUE(status.ok()) << status << "\n" << line;
   return parsed;
 }
@@ -92,9 +93,9 @@ TEST(AccessLogTest, HttpLineSaysRouteAndStatusAndLeavesOutWhatItHasNot) {
   const auto& f = parsed.fields();
   EXPECT_EQ(f.at("route").string_value(), "/health");
   EXPECT_EQ(f.at("http_status").number_value(), 503);
-  for (const char* absent : {"method", "model", "inputs", "tokens", "queue_ms",
-                             "compute_ms", "grpc_status", "peer",
-                             "traceparent"}) {
+  for (const char* absent :
+       {"method", "model", "inputs", "tokens", "queue_ms", "compute_ms",
+        "grpc_status", "peer", "traceparent"}) {
     EXPECT_EQ(f.count(absent), 0) << absent;
   }
 }

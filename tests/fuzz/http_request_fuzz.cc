@@ -1,7 +1,8 @@
 // Fuzz target: the HTTP front's request handling (server/http/api_handler.h)
 // without sockets. An input is raw HTTP/1.1 request bytes, parsed by Beast's
 // parser as HttpServer's sessions parse them, then the handler's header
-// check (routing, method, bearer token, X-Request-Timeout) and, when it
+// check (routing, method, bearer token, X-Request-Timeout, X-Request-Id,
+// traceparent) and, when it
 // admits the request, Handle: the JSON to request translation (OpenAI's
 // /v1/embeddings, /v1/favor/<Method>, /v1/models, /health). The service
 // behind the handler's channel is a fake, in process, that answers every
@@ -12,7 +13,10 @@
 // The selector byte picks the status code (byte % 17) and whether the
 // handler asks for a bearer token (byte % 34 < 17) or not.
 // (the first two in FuzzedDataProvider's escaped form; make_seeds.py).
-// Every answer must be a valid HTTP status with a JSON body.
+// Every answer must be a valid HTTP status with a JSON body and a valid
+// X-Request-Id, and every access-log line (the fake also answers the usage
+// trailers: the model from the answer bytes, the tokens from the retry
+// value) one JSON object within kMaxAccessLineBytes.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +35,10 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
+#include "server/common/access_log.h"
+#include "server/common/request_id.h"
 #include "server/http/api_handler.h"
+#include "server/service/call_log.h"
 
 namespace {
 
@@ -104,7 +111,14 @@ class FakeCall final : public grpc::ServerGenericBidiReactor {
         std::all_of(answer.retry_after.begin(), answer.retry_after.end(),
                     [](char c) { return c >= 0x20 && c < 0x7f; })) {
       context_->AddTrailingMetadata("retry-after-ms", answer.retry_after);
+      // The usage trailers the service gives the front's access log
+      // (call_log.h), as the input says.
+      context_->AddTrailingMetadata(
+          std::string(favor::service::kUsageTokensTrailer), answer.retry_after);
     }
+    context_->AddTrailingMetadata(
+        std::string(favor::service::kUsageModelTrailer),
+        answer.bytes.substr(0, 512));
     if (answer.code != 0) {
       return Finish(grpc::Status(static_cast<grpc::StatusCode>(answer.code),
                                  answer.bytes));
@@ -140,11 +154,24 @@ grpc::Server* FakeServer() {
   return server;
 }
 
+// Every access-log line is one JSON object within the bound.
+favor::AccessLog* CheckedAccessLog() {
+  static auto* const log = new favor::AccessLog(
+      {favor::AccessLog::Format::kJson, absl::Milliseconds(1)},
+      [](bool, absl::string_view line) {
+        Require(line.size() <= favor::kMaxAccessLineBytes);
+        const auto json = nlohmann::json::parse(line, nullptr, false);
+        Require(json.is_object() && json.contains("request_id"));
+      });
+  return log;
+}
+
 // Two handlers reaching it: one that asks for a bearer token, one open
 // (favor-server's default).
 fh::ApiHandler* Handler(bool open) {
   auto make = [](std::vector<std::string> tokens) {
     fh::ApiHandler::Options options;
+    options.access_log = CheckedAccessLog();
     options.bearer_tokens = std::move(tokens);
     options.default_timeout = absl::Seconds(5);
     return new fh::ApiHandler(
@@ -159,6 +186,9 @@ fh::ApiHandler* Handler(bool open) {
 void CheckResponse(const fh::Response& response) {
   Require(response.result_int() >= 100 && response.result_int() <= 599);
   Require(nlohmann::json::accept(response.body()));
+  const auto id = response.find("X-Request-Id");
+  Require(id != response.end());
+  Require(favor::CheckRequestId(fh::ViewOf(id->value())).ok());
 }
 
 }  // namespace
@@ -193,7 +223,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fh::Request& request = parser.get();
 
   fh::ApiHandler* handler = Handler(/*open=*/selector >= 17);
-  fh::Handler::Admission admission = handler->Accept(request);
+  fh::Handler::Admission admission = handler->AcceptFrom(request, "fuzz");
   if (const auto* refusal = std::get_if<fh::Response>(&admission)) {
     CheckResponse(*refusal);
     return 0;

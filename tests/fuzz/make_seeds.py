@@ -368,6 +368,11 @@ def http_seeds():
             "POST", "/v1/favor/Tokenize", b'{"texts": ["hi"]}',
             ["X-Request-Timeout: 500ms"])),
         "unknown": (b"", http("GET", "/nowhere")),
+        "request_ids": (embed_response, http(
+            "POST", "/v1/embeddings", b'{"input": "hello world"}',
+            ["X-Request-Id: fuzz-1",
+             "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-"
+             "00f067aa0ba902b7-01"])),
         "info": (encode("GetModelResponse",
                         'model { name: "default" dtype: "float32" '
                         'limits { max_tokens_per_input: 512 } config { '

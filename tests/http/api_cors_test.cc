@@ -87,7 +87,7 @@ TEST_F(CorsTest, ListedOriginPreflightsThenCallsOnOneConnection) {
   EXPECT_EQ(call.Header("Access-Control-Allow-Origin"), kApp);
   EXPECT_EQ(call.Header("Access-Control-Expose-Headers"),
             "Retry-After, Server-Timing, x-queue-time, x-inference-time, "
-            "x-compute-tokens");
+            "x-compute-tokens, X-Request-Id");
   EXPECT_EQ(call.Header("Vary"), "Origin");
   // Origins are compared without regard to ASCII case; the answer names
   // the origin as the browser sent it.

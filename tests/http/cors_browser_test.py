@@ -40,11 +40,13 @@ async function call(key) {
     const r = await fetch(api, {
       method: "POST",
       headers: {"Content-Type": "application/json",
-                "Authorization": "Bearer " + key},
+                "Authorization": "Bearer " + key,
+                "X-Request-Id": "browser-page-1"},
       body: JSON.stringify({model: "default", input: ["a page calls favor"]})});
     const body = await r.json();
     return {status: r.status, body: body, retry: r.headers.get("Retry-After"),
-            tokens: r.headers.get("x-compute-tokens")};
+            tokens: r.headers.get("x-compute-tokens"),
+            request_id: r.headers.get("X-Request-Id")};
   } catch (e) {
     return {blocked: String(e)};
   }
@@ -157,6 +159,9 @@ def main():
         # An exposed header: readable by the page, and right.
         usage = good["body"]["usage"]["prompt_tokens"]
         assert good["tokens"] == str(usage), (good["tokens"], usage)
+        # The page's own X-Request-Id (a preflighted header), echoed and
+        # exposed.
+        assert good["request_id"] == "browser-page-1", good
         assert bad.get("status") == 401, bad
         assert bad["body"]["error"]["code"] == "invalid_api_key", bad
         print(f"ok listed origin {listed_origin}: the embedding "

@@ -59,12 +59,12 @@ TEST_F(CallLogTest, EmbedKeepsTheIdEchoesItAndLogsItsUsage) {
   StartLogged();
   grpc::ClientContext context;
   context.AddMetadata("x-request-id", "call-1");
-  context.AddMetadata("traceparent",
-                      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  context.AddMetadata(
+      "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
   v1::EmbedResponse response;
-  ASSERT_TRUE(
-      server_->stub().Embed(&context, EmbedOf({{1, 2, 3}, {4, 5}}), &response)
-          .ok());
+  ASSERT_TRUE(server_->stub()
+                  .Embed(&context, EmbedOf({{1, 2, 3}, {4, 5}}), &response)
+                  .ok());
   EXPECT_EQ(EchoedId(context), "call-1");
   const std::vector<Json> lines = captured_.lines();
   ASSERT_EQ(lines.size(), 1);
@@ -83,15 +83,15 @@ TEST_F(CallLogTest, EmbedKeepsTheIdEchoesItAndLogsItsUsage) {
   EXPECT_DOUBLE_EQ(line["compute_ms"].get<double>(),
                    response.timing().compute_time_micros() / 1e3);
   EXPECT_EQ(line["grpc_status"], "OK");
-  EXPECT_THAT(line["peer"].get<std::string>(), ::testing::HasSubstr("127.0.0.1"));
+  EXPECT_THAT(line["peer"].get<std::string>(),
+              ::testing::HasSubstr("127.0.0.1"));
 }
 
 TEST_F(CallLogTest, AnIdIsMadeWhenNoneIsSent) {
   StartLogged();
   grpc::ClientContext context;
   v1::EmbedResponse response;
-  ASSERT_TRUE(
-      server_->stub().Embed(&context, EmbedOf({{1}}), &response).ok());
+  ASSERT_TRUE(server_->stub().Embed(&context, EmbedOf({{1}}), &response).ok());
   const std::string id = EchoedId(context);
   EXPECT_THAT(id, ::testing::MatchesRegex("[0-9a-f]{32}"));
   ASSERT_EQ(captured_.lines().size(), 1);
@@ -101,8 +101,8 @@ TEST_F(CallLogTest, AnIdIsMadeWhenNoneIsSent) {
 
 TEST_F(CallLogTest, MalformedIdsAreRefusedAndLogged) {
   StartLogged();
-  for (const std::string& id : {std::string("has space"),
-                                std::string(kMaxRequestIdBytes + 1, 'a')}) {
+  for (const std::string& id :
+       {std::string("has space"), std::string(kMaxRequestIdBytes + 1, 'a')}) {
     grpc::ClientContext context;
     context.AddMetadata("x-request-id", id);
     v1::EmbedResponse response;
@@ -112,7 +112,8 @@ TEST_F(CallLogTest, MalformedIdsAreRefusedAndLogged) {
     EXPECT_THAT(status.error_message(), ::testing::HasSubstr("request id"));
   }
   grpc::ClientContext context;
-  context.AddMetadata("traceparent", std::string(kMaxTraceparentBytes + 1, '0'));
+  context.AddMetadata("traceparent",
+                      std::string(kMaxTraceparentBytes + 1, '0'));
   v1::EmbedResponse response;
   EXPECT_EQ(
       server_->stub().Embed(&context, EmbedOf({{1}}), &response).error_code(),
