@@ -21,9 +21,11 @@ bool IsMessageSizeError(const absl::Status& status) {
          absl::StartsWith(status.message(), "Received message larger than max");
 }
 
-// favor-server's RESOURCE_EXHAUSTED for an input that could never fit in
-// its memory budget, even alone (docs/server.md, "Memory budget"): the
-// same input would be refused again.
+// favor-server's RESOURCE_EXHAUSTED for a call that can never run there:
+// an input that could never fit in its memory budget, even alone
+// (docs/server.md, "Memory budget"), a call larger than its whole queue, or
+// one whose answer could exceed the message limit. The same call would be
+// refused again (HTTP answers them 413, not 429).
 bool IsNeverFitsError(const absl::Status& status) {
   return absl::EndsWith(status.message(), "it can never run here");
 }

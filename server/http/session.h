@@ -165,7 +165,16 @@ void Session<Stream>::ReadHeader() {
   Tcp().expires_after(Chrono(core_->options.max_request_read_time));
   beast::http::async_read_header(
       stream_, buffer_, *parser_,
-      [self = this->shared_from_this()](beast::error_code error, size_t) {
+      [self = this->shared_from_this()](beast::error_code error,
+                                        size_t header_bytes) {
+        // Beast's header_limit counts the field lines apart from the
+        // request line (and per read), so a header up to about the request
+        // line longer than the limit passes it; the bytes the parser took
+        // hold the limit exactly.
+        if (!error && header_bytes > static_cast<size_t>(
+                                         self->core_->options.max_header_bytes)) {
+          error = beast::http::error::header_limit;
+        }
         self->OnHeader(error);
       });
 }

@@ -17,7 +17,9 @@ namespace {
 // A call whose inputs (windows, with TRUNCATION_CHUNK) outnumber, or whose
 // tokens outweigh, the whole queue could only ever fill it with its own
 // inputs and be refused: RESOURCE_EXHAUSTED without a retry hint (HTTP
-// 413), not a hint that sends clients back to be refused forever.
+// 413), not a hint that sends clients back to be refused forever. The
+// message ends as the batcher's for a request over the memory budget, "it
+// can never run here", which favor's client library does not retry.
 absl::Status CheckCallFitsTheQueue(const std::vector<PreparedInput>& inputs,
                                    const batching::Batcher::Options& queue) {
   int64_t requests = 0;
@@ -34,7 +36,9 @@ absl::Status CheckCallFitsTheQueue(const std::vector<PreparedInput>& inputs,
       "the call's ", requests, " inputs (windows counted) of ", tokens,
       " tokens can never be queued together for model '", queue.model_name,
       "' (max_queue_requests=", queue.max_queue_requests, ", max_queue_tokens=",
-      queue.max_queue_tokens, "): send fewer or shorter inputs per call"));
+      queue.max_queue_tokens,
+      "): send fewer or shorter inputs per call; as sent, it can never run "
+      "here"));
 }
 
 // What every job of one call shares.

@@ -237,7 +237,7 @@ absl::Status FavorService::CheckAnswerFitsAMessage(
       options_.max_answer_message_bytes,
       " a message may have (--max_message_bytes): ask for fewer tokens a "
       "call, token embeddings in bfloat16 or float16, or spans instead of "
-      "token embeddings"));
+      "token embeddings; as asked, it can never run here"));
 }
 
 void FavorService::RunTextEmbed(

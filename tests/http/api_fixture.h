@@ -58,7 +58,9 @@ inline void KeepCallbackQueueAlive() {
 
 class ApiTest : public ::testing::Test {
  protected:
-  ApiTest() : model_("fake") {
+  // The FakeModel takes sequences of up to `max_sequence_length` tokens.
+  explicit ApiTest(int64_t max_sequence_length = 64)
+      : model_("fake", 100, max_sequence_length) {
     model_.set_tokenizer(service::testing::SmallVocabTokenizer());
   }
   ~ApiTest() override {

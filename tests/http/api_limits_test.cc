@@ -86,6 +86,32 @@ TEST_F(ApiTest, AHeaderFloodIs431) {
   ExpectStillServing();
 }
 
+// GET /health with one padding header, its request line and header fields
+// (each line with its CRLF, and the blank line) exactly `bytes` long.
+testing::FetchOptions HeaderOfBytes(size_t bytes) {
+  testing::FetchOptions options;
+  options.target = "/health";
+  // "GET /health HTTP/1.1\r\n" "Host: 127.0.0.1\r\n" "X-Pad: ...\r\n" "\r\n"
+  const size_t fixed = 22 + 17 + 9 + 2;
+  options.headers = {{"X-Pad", std::string(bytes - fixed, 'p')}};
+  return options;
+}
+
+TEST_F(ApiTest, AHeaderOfExactlyTheLimitIsServedAndOneByteMoreIs431) {
+  HttpServer::Options http;
+  http.max_header_bytes = 512;
+  Start(service::FavorService::Options(), http);
+  for (size_t bytes : {511, 512}) {
+    auto got = testing::Fetch(port(), HeaderOfBytes(bytes));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->status, 200) << bytes << ": " << got->body;
+  }
+  auto got = testing::Fetch(port(), HeaderOfBytes(513));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status, 431);
+  ExpectStillServing();
+}
+
 TEST_F(ApiTest, ConnectionsOverTheLimitAreClosed) {
   HttpServer::Options http;
   http.max_connections = 4;

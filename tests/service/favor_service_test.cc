@@ -30,6 +30,7 @@ namespace {
 
 using ::favor::service::testing::TestServer;
 using ::favor::service::testing::TestServerOptions;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 
 struct BadEmbed {
@@ -360,6 +361,8 @@ TEST_F(FakeServiceTest, ACallLargerThanTheQueueIsRefusedWithoutARetryHint) {
     EXPECT_THAT(status.error_message(), HasSubstr(c.why));
     EXPECT_THAT(status.error_message(),
                 HasSubstr("can never be queued together"));
+    // As the memory budget's refusal ends: favor's client does not retry.
+    EXPECT_THAT(status.error_message(), EndsWith("it can never run here"));
     EXPECT_EQ(trailer, "") << c.why;
   }
   // At the limits, the calls run.

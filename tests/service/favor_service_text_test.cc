@@ -289,6 +289,9 @@ TEST_F(TextServiceTest,
   EXPECT_THAT(over.error_message(),
               HasSubstr("2224 bytes, over the 2000 a message may have "
                         "(--max_message_bytes)"));
+  // As the memory budget's refusal ends: favor's client does not retry.
+  EXPECT_THAT(over.error_message(),
+              ::testing::EndsWith("it can never run here"));
   EXPECT_EQ(model_.calls(), 0);
   // 80 bytes of text bound 84 tokens (2544 bytes in all), but they are 20
   // tokens and 2 special ones (1552 bytes): answered.
