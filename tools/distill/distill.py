@@ -335,14 +335,26 @@ def native_bfloat16(device):
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def cosine_to_teacher(student, teacher, id_lists, device):
+def held_out(student, teacher, id_lists, layers, args, device):
+    """On the held-out texts: the cosine of the student's embeddings to the
+    teacher's (each text whole; mean and 5th percentile) and the objective
+    (texts cut at --teacher-tokens, in float32)."""
     if not id_lists:
         return {}
     got = embed(student, id_lists, device)
     want = embed(teacher, id_lists, device)
     cosine = (got * want).sum(-1)
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, len(id_lists), 32):
+            rows = [tokens.truncate(r, args.teacher_tokens)
+                    for r in id_lists[start:start + 32]]
+            ids, keep = pad(rows, device)
+            total += losses(student, teacher, ids, keep, layers, args,
+                            False)[0].item() * len(rows)
     return {"mean": cosine.mean().item(),
-            "p5": torch.quantile(cosine, 0.05).item()}
+            "p5": torch.quantile(cosine, 0.05).item(),
+            "loss": total / len(id_lists)}
 
 
 class Progress:
@@ -442,7 +454,7 @@ def distill(args):
         swap = state["swap"]
         print(f"resumed from {path} at step {state['step']}", file=sys.stderr)
     if swap is None:
-        swap = cosine_to_teacher(student, teacher, held_ids, device)
+        swap = held_out(student, teacher, held_ids, layers, args, device)
     start = time.time() - before
     progress = Progress(args.steps, first)
     step = first - 1
@@ -488,12 +500,12 @@ def distill(args):
     copy_tokenizer(args.teacher, args.output, teacher_json)
     # Figures on the weights as written (float16 by default).
     written = load_encoder(args.output).to(device)
-    after = cosine_to_teacher(written, teacher, held_ids, device)
+    after = held_out(written, teacher, held_ids, layers, args, device)
     record = {"version": version, "teacher": os.path.abspath(args.teacher),
               "teacher_version": teacher_json.get("version"),
               "data": os.path.abspath(args.data), "steps_run": step,
               "seconds": round(seconds), "device": str(device),
-              "cosine_to_teacher": {"swapped": swap, "distilled": after},
+              "held_out": {"swapped": swap, "distilled": after},
               "loss": {"first": history[0][2] if history else None,
                        "last": history[-1][2] if history else None},
               "arguments": {k: getattr(args, k) for k in RESUME_KEYS + ("minutes", "dtype")},
@@ -517,10 +529,13 @@ def copy_tokenizer(teacher, output, teacher_json):
 
 
 def write_card(args, record, train_count, held_count):
-    swap, after = record["cosine_to_teacher"]["swapped"], record["cosine_to_teacher"]["distilled"]
+    swap, after = record["held_out"]["swapped"], record["held_out"]["distilled"]
 
     def cos(c):
         return f"{c['mean']:.4f} / {c['p5']:.4f}" if c else "n/a"
+
+    def loss(c):
+        return f"{c['loss']:.5f}" if c else "n/a"
 
     lines = [
         f"# Model card: `{record['version']}`", "",
@@ -540,7 +555,9 @@ def write_card(args, record, train_count, held_count):
         f"| time | {record['seconds']} s on {record['device']}, seed {args.seed} |",
         f"| loss | {record['loss']['first']} (first step) → {record['loss']['last']} (last) |",
         f"| cosine to the teacher, held-out texts (mean / 5th pct) | swapped, no "
-        f"training: {cos(swap)}; distilled: {cos(after)} |", "",
+        f"training: {cos(swap)}; distilled: {cos(after)} |",
+        f"| objective on the held-out texts | swapped: {loss(swap)}; distilled: "
+        f"{loss(after)} |", "",
         "training.json has every step's loss and the full arguments.", ""]
     with open(os.path.join(args.output, "README.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
