@@ -337,12 +337,17 @@ def native_bfloat16(device):
 
 def held_out(student, teacher, id_lists, layers, args, device):
     """On the held-out texts: the cosine of the student's embeddings to the
-    teacher's (each text whole; mean and 5th percentile) and the objective
+    teacher's (each text alone, cut at --long-tokens; mean and 5th
+    percentile) and the objective
     (texts cut at --teacher-tokens, in float32)."""
     if not id_lists:
         return {}
-    got = embed(student, id_lists, device)
-    want = embed(teacher, id_lists, device)
+    # Whole up to the curriculum's longest input (the teacher's exact
+    # attention is quadratic: a 20k-token manual page would take minutes).
+    whole = [tokens.truncate(r, max(args.teacher_tokens, args.long_tokens))
+             for r in id_lists]
+    got = embed(student, whole, device)
+    want = embed(teacher, whole, device)
     cosine = (got * want).sum(-1)
     total = 0.0
     with torch.no_grad():
