@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 3600
 
 .PHONY: deps configure build test test-platform serve bench soak image image-gpu \
 	format clean fuzz-build fuzz mutate train-default train-data retrieval-bench \
-	transfer-study bench-peers
+	transfer-study bench-peers distill
 
 deps:
 	@scripts/install-deps.sh
@@ -140,6 +140,29 @@ transfer-study: train-data
 	@/usr/bin/python3 bench/transfer_study.py \
 		--server $(BUILD_DIR)/server/favor-server \
 		--data $(TRAIN_DIR)/data --model $(TRANSFER_DIR)/softmax
+
+# Distillation (tools/distill; models/README.md): a softmax teacher's
+# weights with the attention swapped, trained to reproduce its hidden
+# states and embeddings. Resumable: the same command with
+# DISTILL_FLAGS=--resume continues from $(DISTILL_OUTPUT).work/checkpoint.pt.
+DISTILL_TEACHER ?= $(TRANSFER_DIR)/softmax
+DISTILL_OUTPUT ?= $(BUILD_DIR)/distilled
+DISTILL_DATA ?= $(TRAIN_DIR)/data
+DISTILL_STEPS ?= 1000
+DISTILL_MINUTES ?= 0
+DISTILL_KERNEL ?= favor+
+DISTILL_FEATURES ?= 256
+DISTILL_EPSILON ?= 1e-4
+DISTILL_FLAGS ?=
+distill: build
+	@test -e $(DISTILL_DATA) || $(MAKE) train-data
+	@OMP_WAIT_POLICY=passive /usr/bin/python3 tools/distill/distill.py \
+		--teacher $(DISTILL_TEACHER) --output $(DISTILL_OUTPUT) \
+		--favor-model $(BUILD_DIR)/server/model/tools/favor-model \
+		--data $(DISTILL_DATA) --steps $(DISTILL_STEPS) \
+		--minutes $(DISTILL_MINUTES) --kernel $(DISTILL_KERNEL) \
+		--features $(DISTILL_FEATURES) --epsilon $(DISTILL_EPSILON) \
+		$(DISTILL_FLAGS)
 
 # The container image (Dockerfile; docs/container.md), with podman (which
 # make deps installs) or: docker build -t favor . In a sandbox without

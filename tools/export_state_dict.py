@@ -190,6 +190,27 @@ def write_safetensors(path, tensors, dtype=torch.float32, metadata=None):
     os.replace(temporary, path)
 
 
+def read_safetensors(path):
+    """The tensors of a safetensors file (name -> tensor in its stored
+    dtype): the inverse of write_safetensors, for F32, F16 and BF16."""
+    dtypes = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+    with open(path, "rb") as f:
+        blob = f.read()
+    size = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + size])
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if entry["dtype"] not in dtypes:
+            raise ExportError(f"tensor '{name}' is {entry['dtype']}")
+        begin, end = entry["data_offsets"]
+        raw = bytearray(blob[8 + size + begin:8 + size + end])
+        out[name] = torch.frombuffer(raw, dtype=dtypes[entry["dtype"]]).view(
+            entry["shape"]).clone()
+    return out
+
+
 def export(state_dict, config, output, dtype=torch.float32):
     """Writes `output`/config.json and model.safetensors; returns the config."""
     tensors = convert_state_dict(state_dict)

@@ -12,6 +12,11 @@ the training splits of data.py; each batch is one task and holds one pair per
 group. Everything is seeded: the same seed, thread count and machine give the
 same weights. The model is written in float16 with its config and tokenizer,
 through tools/export_state_dict.py.
+
+Every --checkpoint-every steps (100) the run writes a checkpoint (weights,
+optimiser, schedule, data order and random states; atomically) to
+WORK/checkpoint-VERSION.pt; the same command with --resume continues from
+it and ends with the weights a run without a stop would have written.
 """
 
 import argparse
@@ -67,7 +72,30 @@ def parse_args(argv=None):
                         "bench/transfer_study.py")
     p.add_argument("--bfloat16", type=int, default=1,
                    help="1: bfloat16 autocast for the products while training")
+    p.add_argument("--checkpoint", default="",
+                   help="checkpoint file (default WORK/checkpoint-VERSION.pt)")
+    p.add_argument("--checkpoint-every", type=int, default=100,
+                   help="steps between checkpoints; 0: none")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from --checkpoint when it exists")
+    p.add_argument("--stop-at", type=int, default=0,
+                   help="checkpoint and stop after this step, without export")
     return p.parse_args(argv)
+
+
+# The arguments a checkpoint must agree on to be resumed.
+RESUME_KEYS = ("steps", "batch", "lr", "max_query_tokens", "max_doc_tokens",
+               "seed", "threads", "eval_every", "kernel", "bfloat16")
+
+
+def version_name(args):
+    name = "default" if args.kernel == "favor+" else args.kernel
+    return f"{name}-debian-seed{args.seed}-{args.steps}steps"
+
+
+def checkpoint_path(args):
+    return args.checkpoint or os.path.join(
+        args.work, f"checkpoint-{version_name(args)}.pt")
 
 
 def config_json(config, version):
@@ -142,6 +170,14 @@ class Batches:
         self.order[task].extend(reversed(skipped))  # first in the next batch
         return task, rows
 
+    def state(self):
+        return {"rng": self.rng.getstate(),
+                "order": {t: list(o) for t, o in self.order.items()}}
+
+    def restore(self, state):
+        self.rng.setstate(state["rng"])
+        self.order = {t: list(o) for t, o in state["order"].items()}
+
 
 def pad(id_lists, max_tokens):
     cut = [tokens.truncate(ids, max_tokens) for ids in id_lists]
@@ -182,6 +218,31 @@ def quick_eval(encoder, rows, args, limit=500):
     return (rank < 1).float().mean().item(), (rank < 10).float().mean().item()
 
 
+def save_checkpoint(path, step, seconds, running, encoder, optimizer,
+                    schedule, batches, args):
+    """Everything the next step depends on, written atomically (a temporary
+    file renamed over the last checkpoint)."""
+    state = {"step": step, "seconds": seconds, "running": running,
+             "encoder": encoder.state_dict(), "optimizer": optimizer.state_dict(),
+             "schedule": schedule.state_dict(), "batches": batches.state(),
+             "torch_rng": torch.get_rng_state(),
+             "arguments": {k: getattr(args, k) for k in RESUME_KEYS}}
+    temporary = path + ".tmp"
+    torch.save(state, temporary)
+    with open(temporary, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+
+
+def load_checkpoint(path, args):
+    state = torch.load(path, weights_only=False)
+    for key, value in state["arguments"].items():
+        if getattr(args, key) != value:
+            raise SystemExit(f"{path} was written with --{key.replace('_', '-')} "
+                             f"{value}, not {getattr(args, key)}")
+    return state
+
+
 def train(args, config, tasks):
     torch.manual_seed(args.seed)
     encoder = favor_model.Encoder(config)
@@ -194,8 +255,20 @@ def train(args, config, tasks):
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (args.steps - s) / (args.steps - warmup))))
     batches = Batches(tasks, args.batch, args.seed)
-    start, running = time.time(), None
-    for step in range(1, args.steps + 1):
+    path, first, before, running = checkpoint_path(args), 1, 0.0, None
+    if args.resume and os.path.exists(path):
+        state = load_checkpoint(path, args)
+        encoder.load_state_dict(state["encoder"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        batches.restore(state["batches"])
+        torch.set_rng_state(state["torch_rng"])
+        first, before, running = state["step"] + 1, state["seconds"], state["running"]
+        print(f"resumed from {path} at step {state['step']}", flush=True)
+    elif args.resume:
+        print(f"no checkpoint at {path}: starting from step 1", flush=True)
+    start = time.time() - before
+    for step in range(first, args.steps + 1):
         encoder.train()
         task, rows = next(batches)
         # bfloat16 products (2.3x faster on this CPU), float32 features,
@@ -217,12 +290,18 @@ def train(args, config, tasks):
             r1, r10 = quick_eval(encoder, tasks["debian"]["test"], args)
             print(f"step {step} debian test (first 500): recall@1 {r1:.3f} "
                   f"recall@10 {r10:.3f}", flush=True)
+        stop = step == args.stop_at
+        if (args.checkpoint_every and step % args.checkpoint_every == 0) or stop:
+            save_checkpoint(path, step, time.time() - start, running, encoder,
+                            optimizer, schedule, batches, args)
+        if stop:
+            print(f"stopped at step {step}; checkpoint {path}", flush=True)
+            return encoder, None
     return encoder, time.time() - start
 
 
 def export(encoder, config, args, seconds):
-    name = "default" if args.kernel == "favor+" else args.kernel
-    version = f"{name}-debian-seed{args.seed}-{args.steps}steps"
+    version = version_name(args)
     state = {k: v.detach() for k, v in encoder.state_dict().items()}
     export_state_dict.export(state, config_json(config, version), args.output,
                              dtype=torch.float16)
@@ -233,7 +312,9 @@ def export(encoder, config, args, seconds):
         json.dump({"version": version, "seconds": round(seconds),
                    "arguments": {k: v for k, v in vars(args).items()
                                  if k not in ("favor_model", "tokenizer", "work",
-                                              "output", "data_only")}},
+                                              "output", "data_only", "checkpoint",
+                                              "checkpoint_every", "resume",
+                                              "stop_at")}},
                   f, indent=2)
         f.write("\n")
 
@@ -249,6 +330,8 @@ def main(argv=None):
         print(f"{task}: {len(splits['train'])} training pairs, "
               f"{len(splits['test'])} test pairs", flush=True)
     encoder, seconds = train(args, config, tasks)
+    if seconds is None:
+        return
     export(encoder, config, args, seconds)
     print(f"wrote {args.output} after {seconds / 60:.1f} min of training")
 
