@@ -329,7 +329,11 @@ MUTANTS = [
        "service", regex="MemoryEstimateKinds"),
     _m("service-estimate-pooling-none-without-vectors", SRV + "embed_call.cc",
        "wrong default", "            work->pooling == model::Pooling::kNone);",
-       "            false);", "service", regex="MemoryEstimateKinds"),
+       "            false);", "service", regex="MemoryEstimateKinds",
+       equivalent="validation (embed_validation.cc) already sets "
+       "include_token_embeddings for POOLING_NONE, so the estimate's own "
+       "kNone clause is redundant; service.MemoryEstimateKinds' POOLING_NONE "
+       "row is caught by service-estimate-token-embeddings-without-vectors"),
     _m("model-estimate-vectors-host-copy-only", MOD + "memory_estimate.cc",
        "wrong default",
        "  if (token_vectors) per_token += 12 * profile.hidden_size;",
