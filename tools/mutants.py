@@ -332,8 +332,8 @@ MUTANTS = [
        "            false);", "service", regex="MemoryEstimateKinds",
        equivalent="validation (embed_validation.cc) already sets "
        "include_token_embeddings for POOLING_NONE, so the estimate's own "
-       "kNone clause is redundant; service.MemoryEstimateKinds' POOLING_NONE "
-       "row is caught by service-estimate-token-embeddings-without-vectors"),
+       "kNone clause is redundant (the POOLING_NONE row of "
+       "service.MemoryEstimateKinds still sees the 12·H term)"),
     _m("model-estimate-vectors-host-copy-only", MOD + "memory_estimate.cc",
        "wrong default",
        "  if (token_vectors) per_token += 12 * profile.hidden_size;",
