@@ -303,6 +303,47 @@ MUTANTS = [
        "PutLittleEndian(FloatToBFloat16(values[i]), data);",
        "service", exclude=NO_E2E),
 
+    # EmbedStream's per-message deadline, as a peer with no timer of its
+    # own sees it (service.StreamDeadlinePeer, issue 39 item 5).
+    _m("service-stream-timeout-ignored", SRV + "embed_stream_call.cc",
+       "lost status", "  if (in.timeout_micros() > 0) {",
+       "  if (false && in.timeout_micros() > 0) {",
+       "service", regex="StreamDeadlinePeer"),
+    _m("service-stream-timeout-later-wins", SRV + "embed_stream_call.cc",
+       "swapped operand", "    deadline = std::min(\n",
+       "    deadline = std::max(\n", "service", regex="StreamDeadlinePeer"),
+    _m("service-stream-timeout-zero-expires", SRV + "embed_stream_call.cc",
+       "off-by-one bound", "  if (in.timeout_micros() > 0) {",
+       "  if (in.timeout_micros() >= 0) {",
+       "service", regex="StreamDeadlinePeer"),
+    _m("service-stream-negative-timeout-accepted", SRV + "embed_validation.cc",
+       "off-by-one bound", "  if (message.timeout_micros() < 0) {",
+       "  if (message.timeout_micros() < -1) {",
+       "service", regex="StreamDeadlinePeer"),
+    # The memory estimate of each request kind against its measured peak
+    # (service.MemoryEstimateKinds, issue 39 item 6).
+    _m("service-estimate-spans-without-vectors", SRV + "embed_call.cc",
+       "wrong default",
+       "        work->include_token_embeddings || !work->spans.empty() ||",
+       "        work->include_token_embeddings ||",
+       "service", regex="MemoryEstimateKinds"),
+    _m("service-estimate-token-embeddings-without-vectors",
+       SRV + "embed_call.cc", "wrong default",
+       "        work->include_token_embeddings || !work->spans.empty() ||",
+       "        !work->spans.empty() ||",
+       "service", regex="MemoryEstimateKinds"),
+    _m("service-estimate-pooling-none-without-vectors", SRV + "embed_call.cc",
+       "wrong default", "            work->pooling == model::Pooling::kNone);",
+       "            false);", "service", regex="MemoryEstimateKinds",
+       equivalent="validation (embed_validation.cc) already sets "
+       "include_token_embeddings for POOLING_NONE, so the estimate's own "
+       "kNone clause is redundant (the POOLING_NONE row of "
+       "service.MemoryEstimateKinds still sees the 12·H term)"),
+    _m("model-estimate-vectors-host-copy-only", MOD + "memory_estimate.cc",
+       "wrong default",
+       "  if (token_vectors) per_token += 12 * profile.hidden_size;",
+       "  if (token_vectors) per_token += 4 * profile.hidden_size;",
+       "service", regex="MemoryEstimateKinds"),
     # --- metrics ---------------------------------------------------------
     _m("metrics-tokens-of-failed-batches", MET + "batcher_metrics.cc",
        "inverted condition",
