@@ -49,6 +49,8 @@ import tokens  # noqa: E402
 from hf import bert  # noqa: E402
 
 TOLERANCE = 1e-4
+# Tiny models: two threads on a loaded machine take ten times as long.
+ONE_THREAD = ("--threads", "1")
 
 CASES = {
     "bert": {
@@ -146,7 +148,8 @@ def main():
             parity(server, favor_model, teacher, probe, f"{name} teacher (softmax)",
                    failures)
             student = os.path.join(work, name + "_student")
-            distill_test.run_distill(favor_model, teacher, texts, student, "--steps", "24")
+            distill_test.run_distill(favor_model, teacher, texts, student, "--steps", "24",
+                                     *ONE_THREAD)
             with open(os.path.join(student, "training.json")) as f:
                 figures = json.load(f)["held_out"]
             early, later = figures["swapped"]["loss"], figures["distilled"]["loss"]
@@ -167,7 +170,7 @@ def main():
         plus_plus = os.path.join(work, "bert_favor_plus_plus")
         distill_test.run_distill(favor_model, os.path.join(work, "bert"), texts, plus_plus,
                                  "--steps", "4", "--kernel", "favor++", "--features", "64",
-                                 "--projection-seed", "5")
+                                 "--projection-seed", "5", *ONE_THREAD)
         check_folder(os.path.join(work, "bert"), plus_plus,
                      {"kernel": "favor++", "num_random_features": 64,
                       "projection_seed": 5}, "bert favor++", failures)
