@@ -28,7 +28,6 @@ Checks, for each:
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -39,7 +38,6 @@ _ROOT = os.path.join(_HERE, "..", "..")
 sys.path.insert(0, _HERE)
 sys.path.insert(0, os.path.join(_ROOT, "tools", "distill"))
 sys.path.insert(0, os.path.join(_ROOT, "tools", "train_default"))
-import distill  # noqa: E402
 import distill_test  # noqa: E402
 import export_state_dict  # noqa: E402
 import hf_folder  # noqa: E402

@@ -5,7 +5,10 @@
         --output build/distilled --favor-model build/server/model/tools/favor-model \
         --data build/train-default/data --steps 1000
 
-(`make distill` runs this.) The student starts from the teacher's weights
+(`make distill` runs this.) The teacher is a Favor model folder or a
+Hugging Face BERT, RoBERTa or XLM-RoBERTa folder (hf_folder.py: the student
+is then written as the teacher's folder with a favor.json naming its
+attention, and its card as DISTILLED.md). The student starts from the teacher's weights
 with its attention swapped for the kernel favor-server will run (--kernel,
 --features, --epsilon, --projection-seed): the projection is not learnt but
 drawn exactly as the server draws it (tools/train_default/model.py), so the
