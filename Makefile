@@ -143,7 +143,9 @@ transfer-study: train-data
 
 # Distillation (tools/distill; models/README.md): a softmax teacher's
 # weights with the attention swapped, trained to reproduce its hidden
-# states and embeddings. Resumable: the same command with
+# states and embeddings; the teacher a Favor folder or a Hugging Face
+# BERT / RoBERTa / XLM-R folder (the student: the same layout plus a
+# favor.json naming its attention). Resumable: the same command with
 # DISTILL_FLAGS=--resume continues from $(DISTILL_OUTPUT).work/checkpoint.pt.
 DISTILL_TEACHER ?= $(TRANSFER_DIR)/softmax
 DISTILL_OUTPUT ?= $(BUILD_DIR)/distilled

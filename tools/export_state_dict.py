@@ -192,8 +192,10 @@ def write_safetensors(path, tensors, dtype=torch.float32, metadata=None):
 
 def read_safetensors(path):
     """The tensors of a safetensors file (name -> tensor in its stored
-    dtype): the inverse of write_safetensors, for F32, F16 and BF16."""
-    dtypes = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+    dtype): the inverse of write_safetensors, for F32, F16 and BF16 (and
+    I64, which Hugging Face checkpoints use for a position_ids buffer)."""
+    dtypes = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+              "I64": torch.int64}
     with open(path, "rb") as f:
         blob = f.read()
     size = struct.unpack("<Q", blob[:8])[0]

@@ -5,7 +5,10 @@
         --output build/distilled --favor-model build/server/model/tools/favor-model \
         --data build/train-default/data --steps 1000
 
-(`make distill` runs this.) The student starts from the teacher's weights
+(`make distill` runs this.) The teacher is a Favor model folder or a
+Hugging Face BERT, RoBERTa or XLM-RoBERTa folder (hf_folder.py: the student
+is then written as the teacher's folder with a favor.json naming its
+attention, and its card as DISTILLED.md). The student starts from the teacher's weights
 with its attention swapped for the kernel favor-server will run (--kernel,
 --features, --epsilon, --projection-seed): the projection is not learnt but
 drawn exactly as the server draws it (tools/train_default/model.py), so the
@@ -53,7 +56,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.join(_HERE, "..", "..")
 sys.path.insert(0, os.path.join(_ROOT, "tools", "train_default"))
 sys.path.insert(0, os.path.join(_ROOT, "tools"))
+sys.path.insert(0, _HERE)
 import export_state_dict  # noqa: E402
+import hf_folder  # noqa: E402
 import model as favor_model  # noqa: E402
 import tokens  # noqa: E402
 
@@ -133,6 +138,12 @@ def load_encoder(folder, config_json=None, extras=None):
     unused (`pooler.*`, which `favor-model init` writes) go into `extras`,
     to be written back unchanged."""
     c = config_json or read_config(folder)
+    if hf_folder.is_hugging_face(read_config(folder)):
+        try:
+            return hf_folder.load(folder, c.get("attention") if config_json else None,
+                                  extras)
+        except ValueError as error:
+            raise SystemExit(f"{folder}: {error}")
     try:
         config = favor_model.Config.from_favor(c)
     except ValueError as error:
@@ -152,6 +163,13 @@ def load_encoder(folder, config_json=None, extras=None):
 
 
 def student_config(teacher_json, args, version):
+    """The student's config.json (Favor's format), or for a Hugging Face
+    folder {"attention": the student's attention} (its favor.json's)."""
+    if hf_folder.is_hugging_face(teacher_json):
+        return {"attention": {"kernel": args.kernel,
+                              "num_random_features": args.features,
+                              "feature_epsilon": args.epsilon,
+                              "projection_seed": args.projection_seed}}
     c = json.loads(json.dumps(teacher_json))
     attention = c.setdefault("attention", {})
     attention["kernel"] = args.kernel
@@ -212,7 +230,7 @@ def load_ids(args):
     texts = sorted(set(t for t in read_texts(args.data) if t.strip()))
     random.Random(args.seed).shuffle(texts)
     texts = texts[:args.max_texts]
-    name = read_config(args.teacher).get("tokenizer", {}).get("file") or "tokenizer.json"
+    name = tokenizer_file(args.teacher, read_config(args.teacher))
     with open(os.path.join(args.teacher, name), "rb") as f:
         key = hashlib.sha256(f.read() + json.dumps(texts).encode()).hexdigest()[:16]
     cache = os.path.join(args.work, f"tokens-{key}.pt")
@@ -417,10 +435,12 @@ def distill(args):
                           else ("cpu" if args.device == "auto" else args.device))
     os.makedirs(args.work, exist_ok=True)
     teacher_json = read_config(args.teacher)
+    hugging_face = hf_folder.is_hugging_face(teacher_json)
     teacher = load_encoder(args.teacher).to(device).eval()
     for p in teacher.parameters():
         p.requires_grad_(False)
-    attention = teacher_json.get("attention", {})
+    attention = (hf_folder.Folder(args.teacher).overlay if hugging_face
+                 else teacher_json).get("attention", {})
     if args.features <= 0:
         args.features = attention.get("num_random_features", 256)
     if args.projection_seed < 0:
@@ -434,6 +454,11 @@ def distill(args):
     extras = {}
     student = load_encoder(args.teacher, config_json, extras).to(device)
     rotary_or_none = student.config.position_embedding_type in ("rotary", "none")
+    if not rotary_or_none:
+        # Absolute positions: nothing past the position table.
+        limit = student.config.max_sequence_length
+        args.teacher_tokens = min(args.teacher_tokens, limit)
+        args.long_tokens = min(args.long_tokens, limit)
     layers = layer_indices(args.layers, student.config.num_hidden_layers)
     train_ids, held_ids = load_ids(args)
     print(f"{len(train_ids)} training texts, {len(held_ids)} held out; device "
@@ -498,16 +523,22 @@ def distill(args):
     progress.close()
     seconds = time.time() - start
     student = student.cpu()
-    state = {k: v.detach() for k, v in student.state_dict().items()}
-    state.update(extras)
-    export_state_dict.export(state, config_json, args.output,
-                             dtype=getattr(torch, args.dtype))
-    copy_tokenizer(args.teacher, args.output, teacher_json)
+    if hugging_face:
+        hf_folder.write(student, args.teacher, args.output, config_json["attention"],
+                        version, extras, getattr(torch, args.dtype))
+    else:
+        state = {k: v.detach() for k, v in student.state_dict().items()}
+        state.update(extras)
+        export_state_dict.export(state, config_json, args.output,
+                                 dtype=getattr(torch, args.dtype))
+        copy_tokenizer(args.teacher, args.output, teacher_json)
     # Figures on the weights as written (float16 by default).
     written = load_encoder(args.output).to(device)
     after = held_out(written, teacher, held_ids, layers, args, device)
     record = {"version": version, "teacher": os.path.abspath(args.teacher),
-              "teacher_version": teacher_json.get("version"),
+              "teacher_version": (hf_folder.Folder(args.teacher).overlay if hugging_face
+                                  else teacher_json).get(
+                  "version", os.path.basename(os.path.abspath(args.teacher))),
               "data": os.path.abspath(args.data), "steps_run": step,
               "seconds": round(seconds), "device": str(device),
               "held_out": {"swapped": swap, "distilled": after},
@@ -526,8 +557,18 @@ def distill(args):
     return record
 
 
+def tokenizer_file(folder, config_json):
+    if hf_folder.is_hugging_face(config_json):
+        # The server's choice (model_folder.cc): tokenizer.json, else vocab.txt.
+        files = hf_folder.Folder(folder).tokenizer_files()
+        if not files:
+            raise SystemExit(f"{folder} has no tokenizer.json or vocab.txt")
+        return files[0]
+    return config_json.get("tokenizer", {}).get("file") or "tokenizer.json"
+
+
 def copy_tokenizer(teacher, output, teacher_json):
-    name = teacher_json.get("tokenizer", {}).get("file", "tokenizer.json")
+    name = tokenizer_file(teacher, teacher_json)
     for file in (name, name + ".license"):
         if os.path.exists(os.path.join(teacher, file)):
             shutil.copy(os.path.join(teacher, file), os.path.join(output, file))
@@ -564,7 +605,9 @@ def write_card(args, record, train_count, held_count):
         f"| objective on the held-out texts | swapped: {loss(swap)}; distilled: "
         f"{loss(after)} |", "",
         "training.json has every step's loss and the full arguments.", ""]
-    with open(os.path.join(args.output, "README.md"), "w", encoding="utf-8") as f:
+    # A Hugging Face folder keeps its own README.md (the hub's card).
+    card = "DISTILLED.md" if hf_folder.is_hugging_face(read_config(args.output)) else "README.md"
+    with open(os.path.join(args.output, card), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
 
 
