@@ -1,20 +1,23 @@
 // Every block type (encoder, cross-attention with latent outputs, ISAB)
 // crossed with every output option (pooled, spans, token embeddings,
 // dimensions, truncation, embedding types, late chunking), through the real
-// FavorService over gRPC, over HTTP's /v1/favor/Embed (the same table) and
-// over /v1/embeddings (a table of its own). Each combination is either
+// FavorService over gRPC (Embed and EmbedStream), over HTTP's
+// /v1/favor/Embed (the same table) and over /v1/embeddings (a table of its
+// own). Each combination is either
 // answered as a direct Model::Embed of the same tokens says (the pooled
 // vector also recomputed from the token vectors), or refused with
 // INVALID_ARGUMENT (HTTP 400) by design, naming why: a model whose outputs
 // are latents has no token to pool a span from, and a span read from its
 // latent rows would run past them.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -662,6 +665,50 @@ TEST_P(BlocksTest, EveryOptionOverGrpcIsAnsweredOrRefusedByDesign) {
     ASSERT_TRUE(status.ok()) << status.error_message();
     ASSERT_EQ(response.embeddings_size(), request.inputs_size());
     c.check(response, ref, c.name);
+  }
+}
+
+// The same table as the messages of one EmbedStream, each answered by its
+// id: the stream validates each message as Embed does.
+TEST_P(BlocksTest, EveryOptionOverEmbedStreamIsAnsweredOrRefusedByDesign) {
+  const Reference ref(model_.get());
+  const std::vector<Case> cases = Cases();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(60));
+  auto stream = stub_->EmbedStream(&context);
+  for (const Case& c : cases) {
+    v1::EmbedStreamRequest message;
+    message.set_request_id(c.name);
+    c.build(*message.mutable_request());
+    ASSERT_TRUE(stream->Write(message)) << c.name;
+  }
+  stream->WritesDone();
+  std::map<std::string, v1::EmbedStreamResponse> answers;
+  v1::EmbedStreamResponse answer;
+  while (stream->Read(&answer)) {
+    EXPECT_EQ(answers.count(answer.request_id()), 0u) << answer.request_id();
+    answers[answer.request_id()] = answer;
+  }
+  const grpc::Status finished = stream->Finish();
+  ASSERT_TRUE(finished.ok()) << finished.error_message();
+  ASSERT_EQ(answers.size(), cases.size());
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const v1::EmbedStreamResponse& a = answers[c.name];
+    const std::string refused = c.refused(GetParam());
+    if (!refused.empty()) {
+      ASSERT_TRUE(a.has_error());
+      EXPECT_EQ(a.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+      EXPECT_NE(a.error().message().find(refused), std::string::npos)
+          << a.error().message();
+      continue;
+    }
+    ASSERT_TRUE(a.has_response()) << a.error().message();
+    v1::EmbedRequest request;
+    c.build(request);
+    ASSERT_EQ(a.response().embeddings_size(), request.inputs_size());
+    c.check(a.response(), ref, c.name);
   }
 }
 
