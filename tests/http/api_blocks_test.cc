@@ -236,7 +236,7 @@ struct Case {
   // "" when the block type answers.
   std::function<std::string(BlockType)> refused;
   std::function<void(const v1::EmbedResponse&, const Reference&,
-                      const std::string&)>
+                     const std::string&)>
       check;
 };
 
@@ -355,7 +355,9 @@ std::vector<Case> Cases() {
                    }});
   // Within the latents' rows (4): still refused, since a span counts tokens.
   cases.push_back({"SpanWithinTheLatentCount",
-                   [](v1::EmbedRequest& r) { AddInput(r, kShort, {{1, 3}}); },
+                   [](v1::EmbedRequest& r) {
+                     AddInput(r, kShort, {{1, 3}});
+                   },
                    OnLatents,
                    [](const v1::EmbedResponse& a, const Reference& ref,
                       const std::string& w) {
@@ -548,33 +550,32 @@ std::vector<Case> Cases() {
          EXPECT_EQ(e.quantized().binary(), BinaryOf(Floats(e.values()))) << w;
          EXPECT_TRUE(e.quantized().uint8().empty()) << w;
        }});
-  cases.push_back(
-      {"EmbeddingTypesOnSpansWithoutFloat",
-       [spans](v1::EmbedRequest& r) {
-         AddInput(r, kShort, spans);
-         r.set_normalization(v1::NORMALIZATION_L2);
-         r.set_dimensions(16);
-         r.add_embedding_types(v1::EMBEDDING_TYPE_INT8);
-       },
-       OnLatents,
-       [spans](const v1::EmbedResponse& a, const Reference& ref,
-               const std::string& w) {
-         const v1::Embedding& e = a.embeddings(0);
-         const Rows vectors = ref.Vectors(kShort);
-         EXPECT_EQ(e.values_size(), 0) << w;
-         EXPECT_EQ(e.quantized().int8(),
-                   Int8Of(Cut(ref.Pooled(kShort), 16, true)))
-             << w;
-         ASSERT_EQ(e.spans_size(), 2) << w;
-         for (int s = 0; s < 2; ++s) {
-           EXPECT_EQ(e.spans(s).values_size(), 0) << w;
-           EXPECT_EQ(e.spans(s).quantized().int8(),
-                     Int8Of(Cut(MeanOf(vectors, spans[s].first,
-                                       spans[s].second),
-                                16, true)))
-               << w << " span " << s;
-         }
-       }});
+  cases.push_back({"EmbeddingTypesOnSpansWithoutFloat",
+                   [spans](v1::EmbedRequest& r) {
+                     AddInput(r, kShort, spans);
+                     r.set_normalization(v1::NORMALIZATION_L2);
+                     r.set_dimensions(16);
+                     r.add_embedding_types(v1::EMBEDDING_TYPE_INT8);
+                   },
+                   OnLatents,
+                   [spans](const v1::EmbedResponse& a, const Reference& ref,
+                           const std::string& w) {
+                     const v1::Embedding& e = a.embeddings(0);
+                     const Rows vectors = ref.Vectors(kShort);
+                     EXPECT_EQ(e.values_size(), 0) << w;
+                     EXPECT_EQ(e.quantized().int8(),
+                               Int8Of(Cut(ref.Pooled(kShort), 16, true)))
+                         << w;
+                     ASSERT_EQ(e.spans_size(), 2) << w;
+                     for (int s = 0; s < 2; ++s) {
+                       EXPECT_EQ(e.spans(s).values_size(), 0) << w;
+                       EXPECT_EQ(e.spans(s).quantized().int8(),
+                                 Int8Of(Cut(MeanOf(vectors, spans[s].first,
+                                                   spans[s].second),
+                                            16, true)))
+                           << w << " span " << s;
+                     }
+                   }});
   cases.push_back({"EmbeddingTypesWithPoolingNone",
                    [](v1::EmbedRequest& r) {
                      AddInput(r, kShort);
@@ -598,8 +599,8 @@ class BlocksTest : public ::testing::TestWithParam<BlockType> {
     metrics_options.models = {model_->name()};
     metrics_ = *metrics::Metrics::Create(metrics_options);
     const service::FavorService::Options service_options;
-    auto service = service::FavorService::Create(service_options,
-                                                 {model_.get()}, metrics_.get());
+    auto service = service::FavorService::Create(
+        service_options, {model_.get()}, metrics_.get());
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = *std::move(service);
     grpc::ServerBuilder builder;
@@ -609,9 +610,8 @@ class BlocksTest : public ::testing::TestWithParam<BlockType> {
     builder.RegisterService(service_.get());
     grpc_ = builder.BuildAndStart();
     ASSERT_NE(grpc_, nullptr);
-    stub_ = v1::Favor::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                            grpc::InsecureChannelCredentials()));
+    stub_ = v1::Favor::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
     ApiHandler::Options api_options;
     api_options.in_process_key = service_->in_process_key();
     handler_ = std::make_unique<ApiHandler>(
@@ -721,7 +721,8 @@ TEST_P(BlocksTest, EveryOptionOverHttpFavorEmbedIsAnsweredOrRefusedByDesign) {
     v1::EmbedRequest request;
     c.build(request);
     std::string body;
-    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(request, &body).ok());
+    ASSERT_TRUE(
+        google::protobuf::util::MessageToJsonString(request, &body).ok());
     const auto got = Post("/v1/favor/Embed", body);
     ASSERT_TRUE(got.ok()) << got.status();
     const std::string refused = c.refused(GetParam());
@@ -767,12 +768,14 @@ std::vector<OpenAiCase> OpenAiCases() {
   // [SEP]=3; late chunking joins the chunks with one space.
   const std::vector<uint32_t> sentence = {2, 5, 6, 7, 8, 5, 9, 3};
   std::vector<OpenAiCase> cases;
-  cases.push_back({"Pooled", {{"input", {Json(kShort)}}}, Never,
-                   [](const Reference& ref) {
-                     return std::vector<std::pair<std::vector<float>, int64_t>>{
-                         {ref.Pooled(kShort), 10}};
-                   }});
-  cases.push_back({"Text", {{"input", "the cat sat on the mat"}}, Never,
+  cases.push_back(
+      {"Pooled", {{"input", {Json(kShort)}}}, Never, [](const Reference& ref) {
+         return std::vector<std::pair<std::vector<float>, int64_t>>{
+             {ref.Pooled(kShort), 10}};
+       }});
+  cases.push_back({"Text",
+                   {{"input", "the cat sat on the mat"}},
+                   Never,
                    [sentence](const Reference& ref) {
                      return std::vector<std::pair<std::vector<float>, int64_t>>{
                          {ref.Pooled(sentence), 8}};
@@ -786,9 +789,12 @@ std::vector<OpenAiCase> OpenAiCases() {
                    }});
   cases.push_back({"DimensionsOverHidden",
                    {{"input", {Json(kShort)}}, {"dimensions", kHidden + 1}},
-                   Always("dimensions"), nullptr});
-  cases.push_back({"TooLongWithoutTruncate", {{"input", {Json(kLong)}}},
-                   Always("max_tokens_per_input"), nullptr});
+                   Always("dimensions"),
+                   nullptr});
+  cases.push_back({"TooLongWithoutTruncate",
+                   {{"input", {Json(kLong)}}},
+                   Always("max_tokens_per_input"),
+                   nullptr});
   cases.push_back({"TruncateRight",
                    {{"input", {Json(kLong)}}, {"truncate", true}},
                    Never,
@@ -807,15 +813,15 @@ std::vector<OpenAiCase> OpenAiCases() {
              {ref.Pooled(Slice(kLong, kLong.size() - kMaxTokens, kLong.size())),
               kMaxTokens}};
        }});
-  cases.push_back({"LateChunking",
-                   {{"input", {"the cat", "sat on the mat"}},
-                    {"late_chunking", true}},
-                   OnLatents,
-                   [sentence](const Reference& ref) {
-                     const Rows vectors = ref.Vectors(sentence);
-                     return std::vector<std::pair<std::vector<float>, int64_t>>{
-                         {MeanOf(vectors, 1, 3), 2}, {MeanOf(vectors, 3, 7), 4}};
-                   }});
+  cases.push_back(
+      {"LateChunking",
+       {{"input", {"the cat", "sat on the mat"}}, {"late_chunking", true}},
+       OnLatents,
+       [sentence](const Reference& ref) {
+         const Rows vectors = ref.Vectors(sentence);
+         return std::vector<std::pair<std::vector<float>, int64_t>>{
+             {MeanOf(vectors, 1, 3), 2}, {MeanOf(vectors, 3, 7), 4}};
+       }});
   cases.push_back({"LateChunkingDimensions8",
                    {{"input", {"the cat", "sat on the mat"}},
                     {"late_chunking", true},
@@ -831,7 +837,8 @@ std::vector<OpenAiCase> OpenAiCases() {
                    {{"input", {"the cat", "sat on the mat"}},
                     {"late_chunking", true},
                     {"truncate", true}},
-                   Always("cannot be truncated"), nullptr});
+                   Always("cannot be truncated"),
+                   nullptr});
   return cases;
 }
 
@@ -883,11 +890,11 @@ std::string ParamName(const ::testing::TestParamInfo<BlockType>& param) {
   return BlockName(param.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllBlockTypes, BlocksTest,
-    ::testing::Values(BlockType::kEncoder, BlockType::kCrossAttention,
-                      BlockType::kIsab),
-    ParamName);
+INSTANTIATE_TEST_SUITE_P(AllBlockTypes, BlocksTest,
+                         ::testing::Values(BlockType::kEncoder,
+                                           BlockType::kCrossAttention,
+                                           BlockType::kIsab),
+                         ParamName);
 
 }  // namespace
 }  // namespace favor::http
