@@ -17,6 +17,7 @@ KINDS = (
     "wrong default",
     "missing lock",
     "lost status",
+    "block-type validation",
 )
 
 # The end-to-end tests (Python peers, npm clients, the installed package)
@@ -27,6 +28,8 @@ NO_E2E = r"^(service|client|http|tokenizer)\."
 # The tests of issue 39's mutants: the status table, and the limits tests.
 _TABLE = r"^StatusTable"
 _LIMITS = r"^(LimitsTest|DefaultLimitsTest|EdgeLimitsTest|MaximalCallTest)\."
+# Every block type crossed with every output option (api_blocks_test.cc).
+_BLOCKS = r"^AllBlockTypes/BlocksTest\."
 
 
 def _m(id, file, kind, original, replacement, labels, exclude="", regex="",
@@ -652,4 +655,49 @@ MUTANTS = [
        "if (timeout <= absl::ZeroDuration() || timeout == absl::InfiniteDuration",
        "if (timeout < absl::ZeroDuration() || timeout == absl::InfiniteDuration",
        "http", regex=_LIMITS),
+    # --- issue 39: every block type crossed with every output option -----
+    _m("blocks-latent-spans-accepted", SRV + "embed_validation.cc",
+       "block-type validation", "    if (model.vectors_per_sequence != 0) {",
+       "    if (model.vectors_per_sequence < 0) {", "http", regex=_BLOCKS),
+    _m("blocks-token-spans-refused", SRV + "embed_validation.cc",
+       "block-type validation", "    if (model.vectors_per_sequence != 0) {",
+       "    if (model.vectors_per_sequence == 0) {", "http", regex=_BLOCKS),
+    _m("blocks-chunk-spans-accepted", SRV + "embed_validation.cc",
+       "block-type validation", "    if (chunk) {\n",
+       "    if (false && chunk) {\n", "http", regex=_BLOCKS),
+    _m("blocks-chunk-token-rows-accepted", SRV + "embed_validation.cc",
+       "block-type validation",
+       "if (chunk && options.include_token_embeddings) {",
+       "if (false && options.include_token_embeddings) {", "http",
+       regex=_BLOCKS),
+    _m("blocks-token-rows-counted-as-tokens", SRV + "embed_runner.cc",
+       "block-type validation",
+       "    work->num_token_rows = offsets[s + 1] - offsets[s];",
+       "    work->num_token_rows =\n"
+       "        static_cast<int64_t>(work->token_ids.size());",
+       "http", regex=_BLOCKS),
+    _m("blocks-spans-without-token-vectors", SRV + "embed_runner.cc",
+       "block-type validation",
+       "  return work.include_token_embeddings || !work.spans.empty();",
+       "  return work.include_token_embeddings;", "http", regex=_BLOCKS),
+    _m("blocks-span-end-one-short", SRV + "span_pooling.cc",
+       "block-type validation", "marks.push_back(span.end);",
+       "marks.push_back(span.end - 1);", "http", regex=_BLOCKS),
+    _m("blocks-token-rows-not-normalised", SRV + "embed_gather.cc",
+       "block-type validation",
+       "    if (options_.normalize) NormalizeRows(dim_, &rows);\n", "", "http",
+       regex=_BLOCKS),
+    _m("blocks-late-chunk-last-span-past-end", HTTP + "openai_embeddings.cc",
+       "block-type validation",
+       "span->set_end(static_cast<int64_t>(text->size()));",
+       "span->set_end(static_cast<int64_t>(text->size()) + 1);", "http",
+       regex=_BLOCKS),
+    _m("blocks-late-chunk-one-vector", HTTP + "openai_embeddings.cc",
+       "block-type validation",
+       "if (late_chunking && response.embeddings_size() == 1) {",
+       "if (late_chunking && response.embeddings_size() == 0) {", "http",
+       regex=_BLOCKS),
+    _m("blocks-tei-left-as-right", HTTP + "openai_embeddings.cc",
+       "block-type validation", ": left             ? v1::TRUNCATION_LEFT",
+       ": left             ? v1::TRUNCATION_RIGHT", "http", regex=_BLOCKS),
 ]

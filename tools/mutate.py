@@ -156,7 +156,10 @@ def build(args, outputs, log):
 
 def failed_tests(out):
     """The names ctest lists as failed (its summary, or a timed-out one)."""
-    found = re.findall(r"^\s*\d+ - (\S+) \((\w+)\)", out, re.MULTILINE)
+    # A parameterised GoogleTest case carries "# GetParam() = ..." after its
+    # name; the reason is the last parenthesised words ("Subprocess aborted").
+    found = re.findall(r"^\s*\d+ - (\S+).*? \(([^()\n]+)\)$", out,
+                       re.MULTILINE)
     if not found:
         found = re.findall(r"Test\s+#\d+: (\S+) \.+\*+(Failed|Timeout)", out)
     # A timeout may be a hang the mutant did not cause: say so in the table.
