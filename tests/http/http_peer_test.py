@@ -27,7 +27,6 @@ import json
 import math
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -39,18 +38,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def generate_stubs(proto_root, out):
-    subprocess.run(["protoc", "--proto_path=" + proto_root, "--python_out=" + out,
-                    "--grpc_python_out=" + out,
-                    "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin",
-                    os.path.join(proto_root, "favor/v1/favor.proto")], check=True)
-    sys.path.insert(0, out)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "service"))
+from python_peer_test import free_port, generate_stubs  # noqa: E402
 
 
 def http(port, path, body=None, timeout=60):

@@ -28,7 +28,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,18 +40,8 @@ SECRET = "zebra-SECRET-payload-quokka"
 HEX_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
-def generate_stubs(proto_root, out):
-    subprocess.run(["protoc", "--proto_path=" + proto_root, "--python_out=" + out,
-                    "--grpc_python_out=" + out,
-                    "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin",
-                    os.path.join(proto_root, "favor/v1/favor.proto")], check=True)
-    sys.path.insert(0, out)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_peer_test import free_port, generate_stubs  # noqa: E402
 
 
 def http(port, path, body=None, headers=None):
