@@ -215,6 +215,16 @@ TEST_F(PartRefusalTest, EnqueueGroupRefusedAtEveryInput) {
       5);
 }
 
+// Both at once: three inputs chunked into 2, 1 and 3 windows: six parts.
+// A refused window of input 1 or 2 cancels input 0's queued windows; the
+// call must still be answered with the refusal, not with the CANCELLED of
+// the windows it dropped (it was, before the fix, when they reached the
+// call first).
+TEST_F(PartRefusalTest, GroupOfChunkedInputsRefusedAtEveryPart) {
+  ExpectEveryPartRefusedCleanly(
+      Chunked(EmbedOf({Ramp(32, 1), Ramp(10, 3), Ramp(40, 9)})), 6);
+}
+
 // An EmbedStream of five messages of two inputs each (ten parts): refused
 // at every part, the message holding it is answered once with the code,
 // every other message once with its unrefused answer, and the stream
