@@ -127,14 +127,14 @@ class PartRefusalTest : public ::testing::Test {
     auto lease = server_->service().registry().Find("fake");
     ASSERT_TRUE(lease.ok());
     batching::Batcher* batcher = (*lease)->batcher->batcher().get();
-    EXPECT_TRUE(WaitUntil(
+    ASSERT_TRUE(WaitUntil(
         [&] {
           return batcher->NumQueuedRequests() == 0 &&
                  batcher->NumQueuedTokens() == 0 &&
                  budget_->reserved_bytes() == 0 &&
                  server_->service().num_open_calls() == 0;
         },
-        absl::Seconds(10)))
+        absl::Seconds(5)))
         << what << ": queued " << batcher->NumQueuedRequests() << " requests, "
         << batcher->NumQueuedTokens() << " tokens; " << budget_->reserved_bytes()
         << " bytes reserved; " << server_->service().num_open_calls()
@@ -152,15 +152,17 @@ class PartRefusalTest : public ::testing::Test {
     const grpc::Status ok = CallEmbed(server_->stub(), request, &reference);
     ASSERT_TRUE(ok.ok()) << ok.error_message();
     ASSERT_EQ(parts(), expected_parts);
+    ASSERT_NO_FATAL_FAILURE(ExpectNothingHeld("unrefused"));
     for (Cause cause : kCauses) {
       for (int k = 0; k < expected_parts; ++k) {
         const std::string what =
             absl::StrCat(NameOf(cause), " at part ", k, " of ", expected_parts);
         RefuseAt(k, cause);
         v1::EmbedResponse response;
+        // Answered in milliseconds; a call never answered fails in 5 s.
         const grpc::Status status =
-            CallEmbed(server_->stub(), request, &response);
-        EXPECT_EQ(status.error_code(), CodeOf(cause))
+            CallEmbed(server_->stub(), request, &response, absl::Seconds(5));
+        ASSERT_EQ(status.error_code(), CodeOf(cause))
             << what << ": " << status.error_message();
         if (cause == Cause::kDrain) {
           EXPECT_THAT(status.error_message(), HasSubstr("shutting down"))
@@ -171,7 +173,7 @@ class PartRefusalTest : public ::testing::Test {
               << what;
         }
         EXPECT_EQ(parts(), k + 1) << what << ": parts enqueued after it";
-        ExpectNothingHeld(what);
+        ASSERT_NO_FATAL_FAILURE(ExpectNothingHeld(what));
       }
     }
     RefuseAt(-1, Cause::kNone);
@@ -251,7 +253,7 @@ TEST_F(PartRefusalTest, StreamRefusedAtEveryPart) {
       RefuseAt(k, cause);
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::seconds(20));
+                           std::chrono::seconds(5));
       auto stream = server_->stub().EmbedStream(&context);
       for (int m = 0; m < kMessages; ++m) {
         v1::EmbedStreamRequest message;
@@ -269,7 +271,7 @@ TEST_F(PartRefusalTest, StreamRefusedAtEveryPart) {
             << " answered twice";
       }
       const grpc::Status finish = stream->Finish();
-      EXPECT_TRUE(finish.ok()) << what << ": " << finish.error_message();
+      ASSERT_TRUE(finish.ok()) << what << ": " << finish.error_message();
       ASSERT_EQ(answers.size(), static_cast<size_t>(kMessages)) << what;
       const int refused = k / kPartsPerMessage;
       for (const auto& [m, a] : answers) {
@@ -287,7 +289,7 @@ TEST_F(PartRefusalTest, StreamRefusedAtEveryPart) {
       EXPECT_EQ(parts(), kMessages * kPartsPerMessage -
                              (k % kPartsPerMessage == 0 ? 1 : 0))
           << what;
-      ExpectNothingHeld(what);
+      ASSERT_NO_FATAL_FAILURE(ExpectNothingHeld(what));
     }
   }
 }
