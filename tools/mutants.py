@@ -658,5 +658,6 @@ MUTANTS = [
     _m("part-hook-refusal-not-completed", BAT + "batcher_admission.cc",
        "part refusal", "  if (!status.ok()) request->Complete(status);",
        "  if (!status.ok() && status.code() != absl::StatusCode::kUnavailable)"
-       " request->Complete(status);", "service", regex=_PARTS),
+       " request->Complete(status);", "service|batching",
+       regex=r"^(PartRefusalTest|BatcherPartRefusalTest)\."),
 ]
