@@ -227,16 +227,19 @@ TEST_F(PartRefusalTest, GroupOfChunkedInputsRefusedAtEveryPart) {
       Chunked(EmbedOf({Ramp(32, 1), Ramp(10, 3), Ramp(40, 9)})), 6);
 }
 
-// An EmbedStream of five messages of two inputs each (ten parts): refused
-// at every part, the message holding it is answered once with the code,
-// every other message once with its unrefused answer, and the stream
-// finishes OK.
+// An EmbedStream of five messages of two chunked inputs each, of one
+// window and of two (three parts a message, fifteen in all): refused at
+// every part, the message holding it is answered once with the code, every
+// other message once with its unrefused answer, and the stream finishes
+// OK. A message answered twice (a window or an input released twice) ends
+// the stream with an error or never finishes it.
 TEST_F(PartRefusalTest, StreamRefusedAtEveryPart) {
   constexpr int kMessages = 5;
-  constexpr int kPartsPerMessage = 2;
+  constexpr int kPartsPerMessage = 3;
   std::vector<v1::EmbedRequest> requests;
   for (int m = 0; m < kMessages; ++m) {
-    requests.push_back(EmbedOf({Ramp(2 + m, 1 + m), Ramp(4, 10 + m)}));
+    requests.push_back(
+        Chunked(EmbedOf({Ramp(2 + m, 1 + m), Ramp(20 + m, 10 + m)})));
   }
   // Each message's unrefused answer.
   std::vector<std::string> references;
@@ -285,9 +288,10 @@ TEST_F(PartRefusalTest, StreamRefusedAtEveryPart) {
               << what << ": message " << m;
         }
       }
-      // The refused message's second part is never enqueued.
+      // The refused message's parts after the refused one are never
+      // enqueued.
       EXPECT_EQ(parts(), kMessages * kPartsPerMessage -
-                             (k % kPartsPerMessage == 0 ? 1 : 0))
+                             (kPartsPerMessage - 1 - k % kPartsPerMessage))
           << what;
       ASSERT_NO_FATAL_FAILURE(ExpectNothingHeld(what));
     }
