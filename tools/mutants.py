@@ -18,6 +18,7 @@ KINDS = (
     "missing lock",
     "lost status",
     "block-type validation",
+    "part refusal",
 )
 
 # The end-to-end tests (Python peers, npm clients, the installed package)
@@ -30,6 +31,9 @@ _TABLE = r"^StatusTable"
 _LIMITS = r"^(LimitsTest|DefaultLimitsTest|EdgeLimitsTest|MaximalCallTest)\."
 # Every block type crossed with every output option (api_blocks_test.cc).
 _BLOCKS = r"^AllBlockTypes/BlocksTest\."
+# Part refusals (issue 39, item 2): a call's windows, inputs and stream
+# messages refused at every part by the batcher's admission hook.
+_PARTS = r"^PartRefusalTest\."
 
 
 def _m(id, file, kind, original, replacement, labels, exclude="", regex="",
@@ -700,4 +704,49 @@ MUTANTS = [
     _m("blocks-tei-left-as-right", HTTP + "openai_embeddings.cc",
        "block-type validation", ": left             ? v1::TRUNCATION_LEFT",
        ": left             ? v1::TRUNCATION_RIGHT", "http", regex=_BLOCKS),
+    # Part refusals: release skipped or doubled for the parts already
+    # accepted, enqueueing on after a refusal, a second answer, the refusal
+    # lost to the work it cancelled.
+    _m("part-window-release-skipped", SRV + "embed_call.cc", "part refusal",
+       "chunks->Release(num_windows - w - 1);", "chunks->Release(0);",
+       "service", regex=_PARTS),
+    _m("part-window-release-one-more", SRV + "embed_call.cc", "part refusal",
+       "chunks->Release(num_windows - w - 1);",
+       "chunks->Release(num_windows - w);", "service", regex=_PARTS),
+    _m("part-window-enqueue-on", SRV + "embed_call.cc", "part refusal",
+       "        chunks->Release(num_windows - w - 1);\n        return false;",
+       "        chunks->Release(num_windows - w - 1);\n        continue;",
+       "service", regex=_PARTS),
+    _m("part-group-release-skipped", SRV + "embed_call.cc", "part refusal",
+       "gather->Release(num_inputs - i - 1);", "gather->Release(0);",
+       "service", regex=_PARTS),
+    _m("part-group-release-one-more", SRV + "embed_call.cc", "part refusal",
+       "gather->Release(num_inputs - i - 1);",
+       "gather->Release(num_inputs - i);", "service", regex=_PARTS),
+    _m("part-group-enqueue-on", SRV + "embed_call.cc", "part refusal",
+       "      gather->Release(num_inputs - i - 1);\n      break;",
+       "      gather->Release(num_inputs - i - 1);\n      continue;",
+       "service", regex=_PARTS),
+    _m("part-gather-release-zero-answers", SRV + "embed_gather.cc",
+       "part refusal", "  if (count == 0) return;\n",
+       "  if (count < 0) return;\n", "service", regex=_PARTS),
+    _m("part-chunk-release-zero-answers", SRV + "chunk_gather.cc",
+       "part refusal", "  if (count == 0) return;  // as EmbedGather::Release",
+       "  if (count < 0) return;  // as EmbedGather::Release", "service",
+       regex=_PARTS),
+    _m("part-window-failure-not-recorded", SRV + "embed_gather.cc",
+       "part refusal", "    if (status_.ok()) status_ = status;\n",
+       "    if (false) status_ = status;\n", "service", regex=_PARTS),
+    _m("part-later-failure-overwrites", SRV + "embed_gather.cc",
+       "part refusal", "    if (!status.ok() && status_.ok()) {",
+       "    if (!status.ok()) {", "service", regex=_PARTS),
+    _m("part-stream-refusal-not-set", SRV + "embed_stream_call.cc",
+       "part refusal", "  if (!status.ok()) SetError(status, &message->out);",
+       "  if (false) SetError(status, &message->out);", "service",
+       regex=_PARTS),
+    _m("part-hook-refusal-not-completed", BAT + "batcher_admission.cc",
+       "part refusal", "  if (!status.ok()) request->Complete(status);",
+       "  if (!status.ok() && status.code() != absl::StatusCode::kUnavailable)"
+       " request->Complete(status);", "service|batching",
+       regex=r"^(PartRefusalTest|BatcherPartRefusalTest)\."),
 ]

@@ -81,6 +81,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -163,6 +164,18 @@ class Batcher {
     // Bytes a batch needs whatever it holds (the model's per-thread work
     // buffers), counted once per batch on top of its requests' memory_bytes.
     int64_t batch_memory_overhead_bytes = 0;
+
+    // For tests only: empty (the default, and always in production) costs
+    // one branch per Enqueue. When set, Enqueue calls it first, on the
+    // calling thread and without the batcher's lock, with the request about
+    // to be checked: a status other than OK refuses the request with that
+    // status, exactly as a failed admission check would (completed before
+    // Enqueue returns). It may also change the request (e.g. move its
+    // deadline into the past, so that the real check refuses it). Tests use
+    // it to refuse the k-th part of a call (a window, an input of an
+    // EnqueueGroup, a stream message) with a drain's, a deadline's or a
+    // full queue's status. Called concurrently when Enqueue is.
+    std::function<absl::Status(Request&)> admission_hook_for_testing;
   };
 
   // Starts the former and worker threads. `runner` must outlive the

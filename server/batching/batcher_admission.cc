@@ -15,7 +15,11 @@ namespace favor::batching {
 
 absl::Status Batcher::Enqueue(std::unique_ptr<Request> request) {
   CHECK(request != nullptr) << "Batcher::Enqueue: null request";
-  absl::Status status = CheckRequest(*request);
+  absl::Status status;
+  if (options_.admission_hook_for_testing) {
+    status = options_.admission_hook_for_testing(*request);
+  }
+  if (status.ok()) status = CheckRequest(*request);
   if (status.ok()) status = Admit(&request);
   if (!status.ok()) request->Complete(status);
   return status;

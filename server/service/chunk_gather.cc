@@ -30,9 +30,10 @@ void ChunkGather::WindowDone(int window, const EmbedWork& work,
       compute_time_ = std::max(compute_time_, work.compute_time);
     }
   }
-  // The input has failed: its windows still queued are dropped now, not
-  // computed for nothing before the failure is answered.
-  if (first_failure) gather_->CancelTheRest();
+  // The input has failed: the call's work still queued is dropped now, not
+  // computed for nothing before the failure is answered, and the failure
+  // is the call's (not the CANCELLED of the work it drops).
+  if (first_failure) gather_->Fail(status);
   Release(1);
 }
 

@@ -39,6 +39,14 @@ void EmbedGather::InputDone(int index, const EmbedWork& work,
   Release(1);
 }
 
+void EmbedGather::Fail(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (status_.ok()) status_ = status;
+  }
+  CancelTheRest();
+}
+
 void EmbedGather::CancelTheRest() {
   cancellation_->Cancel();
   batcher_->NotifyCancelled();

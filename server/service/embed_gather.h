@@ -44,12 +44,16 @@ class EmbedGather {
   // the rest were never enqueued); 0 does nothing.
   void Release(int count);
 
-  // Drops the call's queued work now (its cancellation flag, and a wake-up
-  // of the batcher), as the first failed input does: for a failure known
-  // before its input is answered (a refused window of a chunked input).
-  void CancelTheRest();
+  // A failure known before its input is answered (a failed window of a
+  // chunked input): it becomes the call's status unless an earlier failure
+  // did, and the call's queued work is dropped now (its cancellation flag,
+  // and a wake-up of the batcher), as the first failed input does. The
+  // status is recorded first, so that the work dropped, answered CANCELLED,
+  // cannot answer the call with its cancellation instead.
+  void Fail(const absl::Status& status);
 
  private:
+  void CancelTheRest();
   void Write(int index, const EmbedWork& work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

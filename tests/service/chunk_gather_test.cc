@@ -101,6 +101,33 @@ TEST_F(ChunkGatherTest, OneFailedWindowFailsTheInput) {
   EXPECT_EQ(response_.embeddings(0).values_size(), 0);
 }
 
+// A window's failure answers the call even when the work it cancels (another
+// input's, queued) is answered CANCELLED before the window's input is
+// complete: the failure that cancelled it wins, not the cancellation.
+TEST_F(ChunkGatherTest, TheFailedWindowNotTheWorkItCancelledAnswersTheCall) {
+  v1::EmbedResponse response;
+  response.add_embeddings();
+  response.add_embeddings();
+  std::optional<absl::Status> answer;
+  auto gather = std::make_shared<EmbedGather>(
+      [&](absl::Status status) {
+        EXPECT_FALSE(answer.has_value()) << "answered twice";
+        answer = status;
+      },
+      flag_, batcher_.get(), &response, 2, ResolvedEmbedOptions(), 2);
+  ChunkGather chunks(gather, 0, {4, 4});
+  chunks.WindowDone(0, EmbedWork(),
+                    absl::UnavailableError("model 'm' is shutting down"));
+  EXPECT_TRUE(flag_->cancelled());
+  // Input 1, queued, is dropped for the cancellation.
+  gather->InputDone(1, EmbedWork(),
+                    absl::CancelledError("request cancelled while queued"));
+  EXPECT_FALSE(answer.has_value());
+  chunks.Release(1);  // window 1 was never enqueued
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->code(), absl::StatusCode::kUnavailable) << *answer;
+}
+
 // The last window refused by a full queue, then no window released.
 TEST_F(ChunkGatherTest, ReleasingNoneAfterTheLastWindowDoesNotAnswerAgain) {
   ChunkGather chunks(gather_, 0, {4, 4});
