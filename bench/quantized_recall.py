@@ -3,7 +3,7 @@
 default model's held-out retrieval sets (docs/http.md, "Embedding types").
 
     bench/quantized_recall.py --server build/server/favor-server \
-        --data /work/cache/train-default/data --model build/models/default
+        --data build/train-default/data --model build/models/default
 
 favor-server serves the model; every query and document is embedded once
 through POST /v1/embeddings with "embedding_types": ["float", "int8",
