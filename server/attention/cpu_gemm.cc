@@ -31,6 +31,24 @@ Start StartOf(bool accumulate, const float* bias) {
   return bias != nullptr ? Start::kBias : Start::kZero;
 }
 
+// Where a kernel's panel of b starts, and its rows' stride: in b itself
+// (columns [j, j + panel) at b + j, row stride ldb), or packed by PackB
+// (panel after panel, each `depth` rows of kPanel floats, so a tile reads
+// one contiguous run instead of `depth` rows a whole weight row apart).
+struct BSource {
+  const float* data;
+  int64_t ldb;           // unpacked: b's row stride
+  int64_t panel_floats;  // packed: depth · kPanel; 0: unpacked
+  template <int64_t kPanel>
+  const float* Panel(int64_t j) const {
+    return panel_floats != 0 ? data + j / kPanel * panel_floats : data + j;
+  }
+  template <int64_t kPanel>
+  int64_t RowStride() const {
+    return panel_floats != 0 ? kPanel : ldb;
+  }
+};
+
 #ifdef FAVOR_HAVE_TILE_GEMM
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
 // own -Wmaybe-uninitialized then reports (a known false positive).
@@ -90,8 +108,10 @@ __attribute__((target("avx512f"), always_inline)) inline void Tile512(
 }
 
 __attribute__((target("avx512f"))) void GemmAvx512(
-    int64_t rows, int64_t cols, int64_t depth, MatrixView a, const float* b,
-    int64_t ldb, float* c, int64_t ldc, Start start, const float* bias) {
+    int64_t rows, int64_t cols, int64_t depth, MatrixView a, BSource source,
+    float* c, int64_t ldc, Start start, const float* bias) {
+  constexpr int64_t kPanel = 16 * 4;
+  const int64_t ldb = source.RowStride<kPanel>();
   ForEachPanel<16, 4>(
       cols, [&](int64_t j, int vectors,
                 int lanes) __attribute__((target("avx512f"))) {
@@ -105,7 +125,8 @@ __attribute__((target("avx512f"))) void GemmAvx512(
                                   depth,
                                   {a.data + i * a.row_stride, a.row_stride,
                                    a.column_stride},
-                                  b + j, ldb, c + i * ldc + j, ldc, start,
+                                  source.Panel<kPanel>(j), ldb,
+                                  c + i * ldc + j, ldc, start,
                                   bias != nullptr ? bias + j : nullptr, mask);
                             });
             });
@@ -168,8 +189,10 @@ __attribute__((target("avx2,fma"), always_inline)) inline void Tile256(
 }
 
 __attribute__((target("avx2,fma"))) void GemmAvx2(
-    int64_t rows, int64_t cols, int64_t depth, MatrixView a, const float* b,
-    int64_t ldb, float* c, int64_t ldc, Start start, const float* bias) {
+    int64_t rows, int64_t cols, int64_t depth, MatrixView a, BSource source,
+    float* c, int64_t ldc, Start start, const float* bias) {
+  constexpr int64_t kPanel = 8 * kAvx2Vectors;
+  const int64_t ldb = source.RowStride<kPanel>();
   ForEachPanel<8, kAvx2Vectors>(
       cols, [&](int64_t j, int vectors,
                 int lanes) __attribute__((target("avx2,fma"))) {
@@ -183,7 +206,7 @@ __attribute__((target("avx2,fma"))) void GemmAvx2(
                         decltype(partial)::value>(
                     depth,
                     {a.data + i * a.row_stride, a.row_stride, a.column_stride},
-                    b + j, ldb, c + i * ldc + j, ldc, start,
+                    source.Panel<kPanel>(j), ldb, c + i * ldc + j, ldc, start,
                     bias != nullptr ? bias + j : nullptr, mask);
               });
         };
@@ -262,21 +285,72 @@ void SetFastGemmEnabled(bool enabled) {
   LimitGemmKernel(enabled ? GemmKernel::kAvx512 : GemmKernel::kPortable);
 }
 
+namespace {
+
+void Run(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
+         BSource source, GemmKernel kernel, float* c, int64_t ldc,
+         bool accumulate, const float* bias) {
+  if (rows <= 0 || cols <= 0) return;
+  const Start start = StartOf(accumulate, bias);
+#ifdef FAVOR_HAVE_TILE_GEMM
+  if (kernel == GemmKernel::kAvx512) {
+    return GemmAvx512(rows, cols, depth, a, source, c, ldc, start, bias);
+  }
+  if (kernel == GemmKernel::kAvx2) {
+    return GemmAvx2(rows, cols, depth, a, source, c, ldc, start, bias);
+  }
+#endif
+  // Packed b has no plain-loop kernel (PanelColumns(kPortable) is 0).
+  GemmPortable(rows, cols, depth, a, source.data, source.ldb, c, ldc, start,
+               bias);
+}
+
+}  // namespace
+
 void Gemm(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
           const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
           const float* bias) {
-  if (rows <= 0 || cols <= 0) return;
-  const Start start = StartOf(accumulate, bias);
-  const GemmKernel kernel = ActiveGemmKernel();
-#ifdef FAVOR_HAVE_TILE_GEMM
-  if (kernel != GemmKernel::kPortable) {
-    if (kernel == GemmKernel::kAvx512) {
-      return GemmAvx512(rows, cols, depth, a, b, ldb, c, ldc, start, bias);
-    }
-    return GemmAvx2(rows, cols, depth, a, b, ldb, c, ldc, start, bias);
+  Run(rows, cols, depth, a, {b, ldb, 0}, ActiveGemmKernel(), c, ldc,
+      accumulate, bias);
+}
+
+int64_t PanelColumns(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::kPortable:
+      return 0;
+    case GemmKernel::kAvx2:
+      return 8 * kAvx2Vectors;
+    case GemmKernel::kAvx512:
+      return 16 * 4;
   }
-#endif
-  GemmPortable(rows, cols, depth, a, b, ldb, c, ldc, start, bias);
+  return 0;
+}
+
+int64_t PackedBSize(int64_t depth, int64_t cols, GemmKernel kernel) {
+  const int64_t panel = PanelColumns(kernel);
+  if (panel == 0) return 0;
+  return (cols + panel - 1) / panel * panel * depth;
+}
+
+void PackB(int64_t depth, int64_t cols, const float* b, int64_t ldb,
+           GemmKernel kernel, float* packed) {
+  const int64_t panel = PanelColumns(kernel);
+  for (int64_t j = 0; j < cols; j += panel) {
+    const int64_t width = std::min(panel, cols - j);
+    for (int64_t k = 0; k < depth; ++k) {
+      const float* row = b + k * ldb + j;
+      float* out = packed + j * depth + k * panel;
+      std::copy(row, row + width, out);
+      std::fill(out + width, out + panel, 0.0f);
+    }
+  }
+}
+
+void GemmPackedB(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
+                 const float* packed, GemmKernel packed_for, float* c,
+                 int64_t ldc, bool accumulate, const float* bias) {
+  Run(rows, cols, depth, a, {packed, 0, depth * PanelColumns(packed_for)},
+      packed_for, c, ldc, accumulate, bias);
 }
 
 }  // namespace favor::attention::cpu

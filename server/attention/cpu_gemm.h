@@ -31,7 +31,7 @@ struct MatrixView {
 // The kernels Gemm has, narrowest first.
 enum class GemmKernel {
   kPortable,  // plain loops: correct, slower than the BLAS
-  kAvx2,      // 6 × 16 tiles of 256-bit registers (AVX2 and FMA)
+  kAvx2,      // 4 × 24 tiles of 256-bit registers (AVX2 and FMA)
   kAvx512,    // 6 × 64 tiles of 512-bit registers (AVX-512F)
 };
 
@@ -57,6 +57,30 @@ void SetFastGemmEnabled(bool enabled);
 void Gemm(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
           const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
           const float* bias = nullptr);
+
+// A constant b (a layer's weight) packed once for `kernel`'s tiles, so that
+// each tile reads its panel of b as one contiguous run: b's columns go in
+// panels of PanelColumns(kernel), each stored as `depth` rows of the panel's
+// width, the last panel padded with zeros. Unpacked, a tile reads `depth`
+// short pieces a whole row of b apart; on AMD's Zen 3 (AVX2) rows 3 or 4
+// KiB apart (768 or 1,024 columns) ran the product at half the speed
+// (docs/performance.md).
+//
+// The columns of one panel: 24 for AVX2, 64 for AVX-512; 0 for kPortable,
+// which has nothing to pack for.
+int64_t PanelColumns(GemmKernel kernel);
+// Floats that PackB writes (0 for kPortable).
+int64_t PackedBSize(int64_t depth, int64_t cols, GemmKernel kernel);
+// Packs b (depth × cols, row stride ldb) into `packed` (PackedBSize floats)
+// for `kernel` (not kPortable).
+void PackB(int64_t depth, int64_t cols, const float* b, int64_t ldb,
+           GemmKernel kernel, float* packed);
+// Gemm with b packed by PackB for `packed_for`, which must be the kernel
+// that Gemm would run (ActiveGemmKernel()): the same fused multiply-adds in
+// the same order, so the same bits as Gemm on the unpacked b.
+void GemmPackedB(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
+                 const float* packed, GemmKernel packed_for, float* c,
+                 int64_t ldc, bool accumulate, const float* bias = nullptr);
 
 }  // namespace favor::attention::cpu
 

@@ -236,6 +236,67 @@ __attribute__((target("avx512f"))) void RowExpAvx512(float* row, int64_t cols,
   }
 }
 #pragma GCC diagnostic pop
+
+// exp(x) for x ≤ 88 with AVX2 and FMA, as Exp16 with eight lanes: k a
+// multiple of 1/8 (the table 2^(j/8) fits one register for vpermps), so
+// |r| ≤ ln2/16 and e^r takes a quartic (truncation error below 2e-9);
+// 2^⌊k⌋ built in the exponent bits (AVX2 has no vscalefps). Relative error
+// below 3e-7; arguments below −87 give about 1.6e-38, as FastExpBounded.
+// GCC leaves RowExpPortable's loop scalar (its column sums may alias the
+// row): on AMD's Zen 3 it took a sixth of a 512-token Embed
+// (docs/performance.md).
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 Exp8(
+    __m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  // k · 8, an integer: j = k · 8, n = ⌊j / 8⌋, j mod 8 indexes the table.
+  const __m256 k8 = _mm256_round_ps(
+      _mm256_mul_ps(x, _mm256_set1_ps(8.0f * 1.44269504088896341f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // r = x − k · ln2 in two steps: k8 · (ln2_hi / 8) is exact.
+  __m256 r = _mm256_fnmadd_ps(k8, _mm256_set1_ps(0.693359375f / 8), x);
+  r = _mm256_fnmadd_ps(k8, _mm256_set1_ps(-2.12194440e-4f / 8), r);
+  const __m256i j = _mm256_cvtps_epi32(k8);
+  // 2^(i/8), i = 0..7, correctly rounded.
+  const __m256 table = _mm256_setr_ps(
+      1.0f, 1.0905077326652577f, 1.189207115002721f, 1.2968395546510096f,
+      1.4142135623730951f, 1.5422108254079407f, 1.681792830507429f,
+      1.8340080864093424f);
+  const __m256 fraction = _mm256_permutevar8x32_ps(table, j);  // j mod 8
+  const __m256i n = _mm256_srai_epi32(j, 3);                    // ⌊j / 8⌋
+  const __m256 two_n = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+  __m256 p = _mm256_set1_ps(1.0f / 24.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  return _mm256_mul_ps(_mm256_mul_ps(p, fraction), two_n);
+}
+
+__attribute__((target("avx2,fma"))) void RowExpAvx2(float* row, int64_t cols,
+                                                     float offset,
+                                                     float epsilon,
+                                                     float* column_sums) {
+  const __m256 shift = _mm256_set1_ps(offset);
+  const __m256 eps = _mm256_set1_ps(epsilon);
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c), shift));
+    if (column_sums != nullptr) {
+      _mm256_storeu_ps(row + c, e);
+      _mm256_storeu_ps(column_sums + c,
+                       _mm256_add_ps(_mm256_loadu_ps(column_sums + c), e));
+    } else {
+      _mm256_storeu_ps(row + c, _mm256_add_ps(e, eps));
+    }
+  }
+  // The last columns (m is a multiple of 8 in practice) as the portable
+  // loop does them.
+  if (c < cols) {
+    RowExpPortable(row + c, cols - c, offset, epsilon,
+                   column_sums != nullptr ? column_sums + c : nullptr);
+  }
+}
 #endif
 
 using RowExpFn = void (*)(float*, int64_t, float, float, float*);
@@ -244,7 +305,9 @@ using RowExpFn = void (*)(float*, int64_t, float, float, float*);
 RowExpFn RowExp() {
   static const RowExpFn fn = [] {
 #ifdef FAVOR_HAVE_AVX512_PATH
-    if (DetectedCpuFeatures().avx512f) return &RowExpAvx512;
+    const CpuFeatures cpu = DetectedCpuFeatures();
+    if (cpu.avx512f) return &RowExpAvx512;
+    if (cpu.avx2 && cpu.fma) return &RowExpAvx2;
 #endif
     return &RowExpPortable;
   }();

@@ -379,13 +379,13 @@ struct QueryPass {
 
 QueryPass::QueryPass(const FeatureContext& context,
                      const AttentionOptions& options, const HeadGroup& group,
-                     const at::Tensor& state, int64_t begin, int64_t end)
+                     const at::Tensor& key_state, int64_t begin, int64_t end)
     : d(group.query.size(2)),
       dv(group.value.size(2)),
       m(context.num_features()),
       chunk(CpuChunkTokens(options, end - begin)),
-      state(state.contiguous()),
-      sums(this->state.data_ptr<float>()),
+      state(key_state.contiguous()),
+      sums(state.data_ptr<float>()),
       feature_sums(m),
       u(Scratch(ScratchSlot::kFeatures, chunk, m)),
       numerators(Scratch(ScratchSlot::kValueRows, chunk, dv)),

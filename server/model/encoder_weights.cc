@@ -229,6 +229,12 @@ LayerWeights WeightReader::GetLayer(const LayerTensors& tensors) {
   }
   layer.output = GetLinear(tensors.output);
   layer.output_norm = GetNorm(tensors.output_norm);
+  // The four products per token, packed for cpu::Gemm's tiles once here.
+  for (Linear* linear : {&layer.attention.query_key_value,
+                         &layer.attention.output, &layer.intermediate,
+                         &layer.output}) {
+    linear->PackForTiles();
+  }
   return layer;
 }
 

@@ -10,8 +10,34 @@
 
 namespace favor::model::internal {
 
+namespace cpu = attention::cpu;
+
+void Linear::PackForTiles() {
+  const cpu::GemmKernel kernel = cpu::ActiveGemmKernel();
+  if (!weight_t.defined() || !weight_t.is_cpu() ||
+      weight_t.scalar_type() != at::kFloat || weight_t.dim() != 2 ||
+      weight_t.stride(1) != 1 || cpu::PanelColumns(kernel) == 0) {
+    return;
+  }
+  const int64_t depth = weight_t.size(0), cols = weight_t.size(1);
+  packed = at::empty({cpu::PackedBSize(depth, cols, kernel)}, at::kFloat);
+  cpu::PackB(depth, cols, weight_t.data_ptr<float>(), weight_t.stride(0),
+             kernel, packed.data_ptr<float>());
+  packed_for = kernel;
+}
+
 Linear Linear::Columns(int64_t begin, int64_t count) const {
-  return {weight_t.narrow(1, begin, count), bias.narrow(0, begin, count)};
+  Linear columns{weight_t.narrow(1, begin, count),
+                 bias.narrow(0, begin, count)};
+  // Columns [begin, begin + count) are panels begin / P onwards, whose last
+  // may run past count: the tiles compute such columns and store none.
+  const int64_t panel = cpu::PanelColumns(packed_for);
+  if (packed.defined() && panel > 0 && begin % panel == 0) {
+    const int64_t offset = begin * weight_t.size(0);
+    columns.packed = packed.narrow(0, offset, packed.numel() - offset);
+    columns.packed_for = packed_for;
+  }
+  return columns;
 }
 
 namespace {
@@ -23,9 +49,8 @@ namespace {
 // sum in float32.
 bool OneDnnRunsBFloat16() {
   static const bool runs = [] {
-    const attention::cpu::CpuFeatures cpu =
-        attention::cpu::DetectedCpuFeatures();
-    return cpu.avx512f && cpu.avx512bw && cpu.avx512vl;
+    const cpu::CpuFeatures features = cpu::DetectedCpuFeatures();
+    return features.avx512f && features.avx512bw && features.avx512vl;
   }();
   return runs;
 }
@@ -55,7 +80,7 @@ at::Tensor Product(const at::Tensor& x, const at::Tensor& weight_t,
 // (`out` too, when given.)
 bool OnTileGemm(const at::Tensor& x, const at::Tensor& weight_t,
                 const at::Tensor& bias, const at::Tensor* out = nullptr) {
-  return attention::cpu::GemmIsFast() && x.is_cpu() &&
+  return cpu::GemmIsFast() && x.is_cpu() &&
          x.scalar_type() == at::kFloat &&
          weight_t.scalar_type() == at::kFloat &&
          bias.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1 &&
@@ -64,13 +89,23 @@ bool OnTileGemm(const at::Tensor& x, const at::Tensor& weight_t,
           (out->scalar_type() == at::kFloat && out->stride(1) == 1));
 }
 
-void TileProduct(const at::Tensor& x, const at::Tensor& weight_t,
-                 const at::Tensor& bias, at::Tensor& out) {
-  attention::cpu::Gemm(x.size(0), weight_t.size(1), x.size(1),
-                       {x.data_ptr<float>(), x.stride(0), 1},
-                       weight_t.data_ptr<float>(), weight_t.stride(0),
-                       out.data_ptr<float>(), out.stride(0),
-                       /*accumulate=*/false, bias.data_ptr<float>());
+// out (+)= x·W + b on the tiles, on the packed W when it was packed for the
+// kernel that runs now.
+void TileProduct(const Linear& layer, const at::Tensor& x, at::Tensor& out,
+                 bool accumulate) {
+  const at::Tensor& w = layer.weight_t;
+  const cpu::MatrixView a{x.data_ptr<float>(), x.stride(0), 1};
+  if (layer.packed.defined() &&
+      layer.packed_for == cpu::ActiveGemmKernel()) {
+    cpu::GemmPackedB(x.size(0), w.size(1), x.size(1), a,
+                     layer.packed.data_ptr<float>(), layer.packed_for,
+                     out.data_ptr<float>(), out.stride(0), accumulate,
+                     layer.bias.data_ptr<float>());
+    return;
+  }
+  cpu::Gemm(x.size(0), w.size(1), x.size(1), a, w.data_ptr<float>(),
+            w.stride(0), out.data_ptr<float>(), out.stride(0), accumulate,
+            layer.bias.data_ptr<float>());
 }
 
 // x padded with zero rows to kMinProductRows; x itself when it has enough.
@@ -86,7 +121,7 @@ at::Tensor Padded(const at::Tensor& x) {
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (OnTileGemm(x, weight_t, bias)) {
     at::Tensor out = at::empty({x.size(0), weight_t.size(1)}, x.options());
-    TileProduct(x, weight_t, bias, out);
+    TileProduct(*this, x, out, /*accumulate=*/false);
     return out;
   }
   const at::Tensor y = Product(Padded(x), weight_t, bias);
@@ -95,11 +130,7 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
 
 void Linear::AddInto(const at::Tensor& x, at::Tensor& out) const {
   if (OnTileGemm(x, weight_t, bias, &out)) {
-    attention::cpu::Gemm(x.size(0), weight_t.size(1), x.size(1),
-                         {x.data_ptr<float>(), x.stride(0), 1},
-                         weight_t.data_ptr<float>(), weight_t.stride(0),
-                         out.data_ptr<float>(), out.stride(0),
-                         /*accumulate=*/true, bias.data_ptr<float>());
+    TileProduct(*this, x, out, /*accumulate=*/true);
   } else {
     out.add_((*this)(x));
   }
@@ -107,7 +138,7 @@ void Linear::AddInto(const at::Tensor& x, at::Tensor& out) const {
 
 void Linear::Into(const at::Tensor& x, at::Tensor& out) const {
   if (OnTileGemm(x, weight_t, bias, &out)) {
-    TileProduct(x, weight_t, bias, out);
+    TileProduct(*this, x, out, /*accumulate=*/false);
   } else if (x.size(0) >= kMinProductRows && x.scalar_type() == at::kFloat) {
     at::addmm_out(out, bias, x, weight_t);
   } else {

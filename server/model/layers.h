@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <utility>
 
+#include "server/attention/cpu_gemm.h"
 #include "server/model/model_config.h"
 
 namespace favor::model::internal {
@@ -68,12 +70,28 @@ void ForEachRowBlock(int64_t rows, int64_t block_rows, bool parallel, Fn&& fn) {
 // cpu::Gemm's register tiles (AVX-512, or AVX2 with FMA) it runs there, the
 // bias added as the sums start, and each row's result is the same bits in
 // any block; elsewhere on LibTorch (the BLAS, oneDNN, CUDA).
+//
+// A layer loaded for such a CPU also keeps its weight packed for the tiles
+// (PackForTiles: cpu::PackB, once at load), which they read as contiguous
+// panels; a product runs on the packed copy whenever the kernel that Gemm
+// runs is the one it was packed for, with the same bits as unpacked.
 struct Linear {
+  Linear() = default;
+  Linear(at::Tensor weight_t_in, at::Tensor bias_in)
+      : weight_t(std::move(weight_t_in)), bias(std::move(bias_in)) {}
+
   at::Tensor weight_t;  // (in, out); may be a column slice of a wider matrix
   at::Tensor bias;      // (out)
+  // weight_t packed by cpu::PackB for `packed_for`; undefined if not packed.
+  at::Tensor packed;
+  attention::cpu::GemmKernel packed_for = attention::cpu::GemmKernel::kPortable;
 
+  // Packs weight_t for the kernel that cpu::Gemm runs now, if it has tiles
+  // and weight_t is float32 on the CPU; otherwise leaves the layer as it is.
+  void PackForTiles();
   // The layer restricted to output features [begin, begin + count): a view,
-  // no copy (the fused query|key|value layer is sliced this way).
+  // no copy (the fused query|key|value layer is sliced this way); packed
+  // too where `begin` starts a panel.
   Linear Columns(int64_t begin, int64_t count) const;
   at::Tensor operator()(const at::Tensor& x) const;
   // The same product written into `out` (x's rows, out features).

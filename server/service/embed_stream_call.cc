@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/batching/retry_hint.h"
 #include "server/common/status_macros.h"
 #include "server/metrics/metric_names.h"
 #include "server/service/embed_validation.h"
+#include "server/service/status_mapping.h"
 #include "server/service/unary_call.h"
 
 namespace favor::service {
@@ -17,13 +17,7 @@ namespace {
 
 void SetError(const absl::Status& status, v1::EmbedStreamResponse* out) {
   out->clear_response();
-  v1::Status* error = out->mutable_error();
-  error->set_code(static_cast<int32_t>(status.code()));
-  error->set_message(std::string(status.message()));
-  std::optional<absl::Duration> retry = batching::RetryAfter(status);
-  if (retry.has_value()) {
-    error->set_retry_after_micros(absl::ToInt64Microseconds(*retry));
-  }
+  ToStreamError(status, out->mutable_error());
 }
 
 }  // namespace

@@ -16,6 +16,17 @@ std::optional<int64_t> RetryAfterMillis(const absl::Status& status) {
       absl::Ceil(*retry_after, absl::Milliseconds(1)));
 }
 
+void ToStreamError(const absl::Status& status, v1::Status* error) {
+  error->set_code(static_cast<int32_t>(status.code()));
+  error->set_message(std::string(status.message()));
+  error->set_retry_after_micros(0);
+  if (status.code() != absl::StatusCode::kResourceExhausted) return;
+  std::optional<absl::Duration> retry_after = batching::RetryAfter(status);
+  if (retry_after.has_value()) {
+    error->set_retry_after_micros(absl::ToInt64Microseconds(*retry_after));
+  }
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status,
                           grpc::ServerContextBase* context) {
   if (status.ok()) return grpc::Status::OK;

@@ -1,9 +1,11 @@
 // The one place where an absl::Status becomes a grpc::Status (design.md,
-// "Status codes"). abseil's codes are gRPC's codes, so the code maps 1:1 and
+// "Status codes"), or into the favor.v1.Status that answers one message of
+// an EmbedStream. abseil's codes are gRPC's codes, so the code maps 1:1 and
 // the message is kept. A RESOURCE_EXHAUSTED status carrying a retry hint
 // (server/batching/retry_hint.h) also sets the trailing metadata
-// `retry-after-ms` (whole milliseconds, rounded up) so that clients need not
-// parse the message, which already says "retry after ...".
+// `retry-after-ms` (whole milliseconds, rounded up), or the message's
+// `retry_after_micros`, so that clients need not parse the message, which
+// already says "retry after ...".
 #ifndef FAVOR_SERVER_SERVICE_STATUS_MAPPING_H_
 #define FAVOR_SERVER_SERVICE_STATUS_MAPPING_H_
 
@@ -12,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "favor/v1/favor.pb.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 
@@ -24,6 +27,10 @@ inline constexpr absl::string_view kRetryAfterMsTrailer = "retry-after-ms";
 // null) and a retry hint, adds the `retry-after-ms` trailer to it.
 grpc::Status ToGrpcStatus(const absl::Status& status,
                           grpc::ServerContextBase* context = nullptr);
+
+// `status` (not OK) as the error of an EmbedStream message: same code, same
+// message, and with a retry hint its retry_after_micros (else 0).
+void ToStreamError(const absl::Status& status, v1::Status* error);
 
 // The retry hint of `status` in whole milliseconds, rounded up; nullopt when
 // it carries none.

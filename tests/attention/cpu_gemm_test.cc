@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -163,6 +164,59 @@ TEST_P(GemmTest, ARowIsTheSameBitsInAnyNumberOfRows) {
          one.data(), cols, false, bias.data());
     for (int64_t j = 0; j < cols; ++j) {
       ASSERT_EQ(one[j], all[i * cols + j]) << "row " << i << ", column " << j;
+    }
+  }
+}
+
+// b packed once (a layer's weight) gives the same bits as b read in place,
+// for every shape, start and column slice that begins a panel.
+TEST_P(GemmTest, PackedBIsTheSameBitsAsUnpacked) {
+  const GemmKernel kernel = GetParam();
+  const int64_t panel = PanelColumns(kernel);
+  if (kernel == GemmKernel::kPortable) {
+    EXPECT_EQ(panel, 0);
+    EXPECT_EQ(PackedBSize(64, 64, kernel), 0);
+    return;
+  }
+  ASSERT_GT(panel, 0);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  for (const Shape& s : Shapes()) {
+    const int64_t ldb = s.cols + 3;
+    std::vector<float> a(s.rows * s.depth + 1), b(s.depth * ldb + 1);
+    std::vector<float> bias(s.cols), start(s.rows * s.cols);
+    for (float& x : a) x = normal(rng);
+    for (float& x : b) x = normal(rng);
+    for (float& x : bias) x = normal(rng);
+    for (float& x : start) x = normal(rng);
+    const int64_t size = PackedBSize(s.depth, s.cols, kernel);
+    ASSERT_EQ(size, (s.cols + panel - 1) / panel * panel * s.depth);
+    std::vector<float> packed(size + 1, std::nanf(""));
+    PackB(s.depth, s.cols, b.data(), ldb, kernel, packed.data());
+    ASSERT_TRUE(std::isnan(packed.back())) << "PackB wrote past its size";
+    // Columns [begin, cols): the whole of b, and a slice from the second
+    // panel where there is one.
+    for (int64_t begin : {int64_t{0}, panel}) {
+      if (begin >= s.cols) continue;
+      const int64_t cols = s.cols - begin;
+      for (bool accumulate : {false, true}) {
+        for (bool with_bias : {false, true}) {
+          std::vector<float> want = start, got = start;
+          const float* bias_data = with_bias ? bias.data() + begin : nullptr;
+          Gemm(s.rows, cols, s.depth, {a.data(), s.depth, 1}, b.data() + begin,
+               ldb, want.data(), s.cols, accumulate, bias_data);
+          GemmPackedB(s.rows, cols, s.depth, {a.data(), s.depth, 1},
+                      packed.data() + begin * s.depth, kernel, got.data(),
+                      s.cols, accumulate, bias_data);
+          for (size_t e = 0; e < want.size(); ++e) {
+            ASSERT_EQ(std::memcmp(&got[e], &want[e], sizeof(float)), 0)
+                << "element " << e << " of " << s.rows << "x" << cols << "x"
+                << s.depth << " from column " << begin
+                << (accumulate ? " accumulate" : "")
+                << (with_bias ? " bias" : "");
+          }
+        }
+      }
     }
   }
 }

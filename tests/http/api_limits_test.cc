@@ -112,10 +112,21 @@ TEST_F(ApiTest, AHeaderOfExactlyTheLimitIsServedAndOneByteMoreIs431) {
   ExpectStillServing();
 }
 
-TEST_F(ApiTest, ConnectionsOverTheLimitAreClosed) {
+TEST_F(ApiTest, ConnectionsAtTheLimitAreServedAndOneMoreIsClosed) {
   HttpServer::Options http;
   http.max_connections = 4;
   Start(service::FavorService::Options(), http);
+  testing::FetchOptions health;
+  health.target = "/health";
+  {
+    // Three held open: the fourth, the limit's own, is served.
+    IdleClients idle(port(), 3);
+    absl::SleepFor(absl::Milliseconds(100));
+    auto got = testing::Fetch(port(), health);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->status, 200);
+  }
+  absl::SleepFor(absl::Milliseconds(100));
   {
     IdleClients idle(port(), 4);
     absl::SleepFor(absl::Milliseconds(100));

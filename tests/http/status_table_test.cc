@@ -1,9 +1,11 @@
 // Every status the service can answer, through every transport, from one
 // table: the gRPC code, message and `retry-after-ms` trailer a raw stub
-// sees; the HTTP status, OpenAI `error.type` and `error.code`, and
+// sees; the code, message and retry_after_micros of a refused EmbedStream
+// message; the HTTP status, OpenAI `error.type` and `error.code`, and
 // Retry-After of /v1/embeddings and /v1/favor/Embed; and whether favor's
-// client library retries it. A scripted Favor server answers each row's
-// status through the service's own mapping (service::ToGrpcStatus), the
+// client library retries it, for Embed and per message of its EmbedStreamer.
+// A scripted Favor server answers each row's status through the service's
+// own mappings (service::ToGrpcStatus, service::ToStreamError), the
 // HTTP API stands in front of it as favor-server wires it (ApiHandler on a
 // channel to the service), and the client calls it directly.
 //
@@ -140,6 +142,25 @@ class RowServer final : public v1::Favor::Service {
     absl::MutexLock lock(&mu_);
     return service::ToGrpcStatus(StatusOf(*row_), context);
   }
+  // Each message of the stream answered with the row's status, as the
+  // service answers a refused message (service::ToStreamError).
+  grpc::Status EmbedStream(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<v1::EmbedStreamResponse,
+                               v1::EmbedStreamRequest>* stream) override {
+    v1::EmbedStreamRequest request;
+    while (stream->Read(&request)) {
+      calls_.fetch_add(1);
+      v1::EmbedStreamResponse response;
+      response.set_request_id(request.request_id());
+      {
+        absl::MutexLock lock(&mu_);
+        service::ToStreamError(StatusOf(*row_), response.mutable_error());
+      }
+      if (!stream->Write(response)) break;
+    }
+    return grpc::Status::OK;
+  }
   void Answer(const Row& row) {
     absl::MutexLock lock(&mu_);
     row_ = &row;
@@ -225,6 +246,34 @@ TEST_F(StatusTableTest, GrpcSeesTheCodeTheMessageAndTheHint) {
   }
 }
 
+TEST_F(StatusTableTest, StreamMessagesSeeTheCodeTheMessageAndTheHint) {
+  grpc::ClientContext context;
+  auto stream = stub_->EmbedStream(&context);
+  int n = 0;
+  for (const Row& row : Table()) {
+    SCOPED_TRACE(Name(row));
+    server_.Answer(row);
+    v1::EmbedStreamRequest request;
+    request.set_request_id(absl::StrCat("row-", n++));
+    request.mutable_request()->add_inputs()->add_token_ids(1);
+    ASSERT_TRUE(stream->Write(request));
+    v1::EmbedStreamResponse response;
+    ASSERT_TRUE(stream->Read(&response));
+    EXPECT_EQ(response.request_id(), request.request_id());
+    ASSERT_TRUE(response.has_error());
+    EXPECT_EQ(response.error().code(), static_cast<int>(row.code));
+    EXPECT_TRUE(absl::StartsWith(response.error().message(), row.message))
+        << response.error().message();
+    // The hint in microseconds, exactly; none without one.
+    EXPECT_EQ(response.error().retry_after_micros(),
+              row.hint_ms.has_value() ? int64_t{*row.hint_ms} * 1000 : 0);
+  }
+  // Every message refused, the stream itself ends well.
+  stream->WritesDone();
+  const grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
 TEST_F(StatusTableTest, HttpAnswersTheStatusTypeCodeAndRetryAfter) {
   for (const Row& row : Table()) {
     for (const char* target : {"/v1/embeddings", "/v1/favor/Embed"}) {
@@ -273,6 +322,34 @@ TEST_F(StatusTableTest, TheClientRetriesExactlyTheRetryableRows) {
     absl::StatusOr<EmbedResult> result = (*client)->Embed({{1, 2}});
     ASSERT_FALSE(result.ok());
     EXPECT_EQ(result.status().code(), row.code) << result.status();
+    EXPECT_EQ(server_.calls(), row.client_retries ? 3 : 1);
+  }
+}
+
+TEST_F(StatusTableTest, TheStreamerRetriesExactlyTheRetryableRows) {
+  ClientOptions options;
+  options.endpoints = {absl::StrCat("127.0.0.1:", grpc_port_)};
+  options.default_timeout = absl::Seconds(20);
+  options.retry.max_attempts = 3;
+  options.retry.initial_backoff = absl::Milliseconds(1);
+  options.retry.max_backoff = absl::Milliseconds(2);
+  options.retry.jitter_fraction = 0;
+  auto client = Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  for (const Row& row : Table()) {
+    SCOPED_TRACE(Name(row));
+    server_.Answer(row);
+    auto streamer = (*client)->OpenEmbedStream();
+    ASSERT_TRUE(streamer.ok()) << streamer.status();
+    ASSERT_TRUE((*streamer)->Send({TokenIds{1, 2}}).ok());
+    std::optional<StreamedEmbedResult> answer = (*streamer)->Next();
+    ASSERT_TRUE(answer.has_value());
+    ASSERT_FALSE(answer->result.ok());
+    EXPECT_EQ(answer->result.status().code(), row.code)
+        << answer->result.status();
+    EXPECT_EQ(answer->attempts, row.client_retries ? 3 : 1);
+    EXPECT_EQ((*streamer)->Finish(), absl::OkStatus());
+    // The server saw each attempt: no retry is left in flight.
     EXPECT_EQ(server_.calls(), row.client_retries ? 3 : 1);
   }
 }
