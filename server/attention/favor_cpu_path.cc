@@ -53,7 +53,8 @@ cpu::BFloat16Bits* ScratchBF16(ScratchSlot slot, int64_t elements) {
 // Whether the path's products run on cpu::Gemm: with its AVX-512 tiles. Its
 // AVX2 tiles ran FAVOR+'s products at 0.89-0.91 of the BLAS's rate in
 // 512-token steps (attention_bench's Products rows with FAVOR_CPU_ISA=avx2,
-// docs/performance.md), so AVX2 keeps the BLAS here.
+// docs/performance.md), and the encoder at 0.96-1.03 of its speed on the
+// BLAS on AMD's Zen 3, so AVX2 keeps the BLAS here.
 bool ProductsOnGemm() {
   return cpu::ActiveGemmKernel() == cpu::GemmKernel::kAvx512;
 }
