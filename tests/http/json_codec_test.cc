@@ -260,17 +260,17 @@ TEST(FavorBodyLimitsTest, HugeCallLimitsSaturate) {
 TEST(EmbeddingsBodyLimitsTest, TheLargestCallPassesAndOneInputMoreDoesNot) {
   const JsonBodyLimits limits = EmbeddingsBodyLimits(kLimits);
   const auto request = [](int inputs, int tokens, bool text) {
-    openai::EmbeddingsRequest request;
-    request.set_model("x");
-    request.set_encoding_format("base64");
-    request.set_dimensions(8);
-    request.set_user("x");
-    request.set_prompt_name("x");
-    request.set_truncation_direction("left");
+    openai::EmbeddingsRequest body;
+    body.set_model("x");
+    body.set_encoding_format("base64");
+    body.set_dimensions(8);
+    body.set_user("x");
+    body.set_prompt_name("x");
+    body.set_truncation_direction("left");
     for (const char* type : {"float", "int8", "uint8", "binary", "ubinary"}) {
-      request.add_embedding_types(type);
+      body.add_embedding_types(type);
     }
-    pb::ListValue* list = request.mutable_input()->mutable_list_value();
+    pb::ListValue* list = body.mutable_input()->mutable_list_value();
     for (int i = 0; i < inputs; ++i) {
       if (text) {
         list->add_values()->set_string_value("x");
@@ -281,7 +281,7 @@ TEST(EmbeddingsBodyLimitsTest, TheLargestCallPassesAndOneInputMoreDoesNot) {
         ids->add_values()->set_number_value(1);
       }
     }
-    return ToJson(request);
+    return ToJson(body);
   };
   for (const bool text : {false, true}) {
     EXPECT_TRUE(CheckRequestBody(request(5, 300, text), limits).ok()) << text;

@@ -216,7 +216,7 @@ TEST_F(HfBadFolderTest, TheOverlaysDtypeIsTheModelsOwn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, HfParityTest, ::testing::ValuesIn(Cases()),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& param_info) { return param_info.param; });
 
 }  // namespace
 }  // namespace favor::model

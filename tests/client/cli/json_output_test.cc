@@ -43,7 +43,7 @@ TEST(JsonOutputTest, SpansAndChunksOnlyWhenThereAreSome) {
   EmbedResult result;
   Embedding spanned;
   spanned.values = {1, 0};
-  spanned.spans = {{{0.5f, 0.5f}, 3}, {{-1.0f, 0.0f}, 2}};
+  spanned.spans = {{{0.5f, 0.5f}, 3, {}}, {{-1.0f, 0.0f}, 2, {}}};
   Embedding chunked;
   chunked.num_chunks = 4;
   result.embeddings = {spanned, chunked};
