@@ -202,6 +202,18 @@ class StatusTableTest : public ::testing::Test {
     grpc_->Wait();
   }
 
+  // favor::Client on the scripted server: three attempts, 1-2 ms apart.
+  ClientOptions RetryingClientOptions() const {
+    ClientOptions options;
+    options.endpoints = {absl::StrCat("127.0.0.1:", grpc_port_)};
+    options.default_timeout = absl::Seconds(20);
+    options.retry.max_attempts = 3;
+    options.retry.initial_backoff = absl::Milliseconds(1);
+    options.retry.max_backoff = absl::Milliseconds(2);
+    options.retry.jitter_fraction = 0;
+    return options;
+  }
+
   RowServer server_;
   int grpc_port_ = 0;
   std::unique_ptr<grpc::Server> grpc_;
@@ -307,14 +319,7 @@ TEST_F(StatusTableTest, HttpAnswersTheStatusTypeCodeAndRetryAfter) {
 }
 
 TEST_F(StatusTableTest, TheClientRetriesExactlyTheRetryableRows) {
-  ClientOptions options;
-  options.endpoints = {absl::StrCat("127.0.0.1:", grpc_port_)};
-  options.default_timeout = absl::Seconds(20);
-  options.retry.max_attempts = 3;
-  options.retry.initial_backoff = absl::Milliseconds(1);
-  options.retry.max_backoff = absl::Milliseconds(2);
-  options.retry.jitter_fraction = 0;
-  auto client = Client::Create(options);
+  auto client = Client::Create(RetryingClientOptions());
   ASSERT_TRUE(client.ok()) << client.status();
   for (const Row& row : Table()) {
     SCOPED_TRACE(Name(row));
@@ -327,14 +332,7 @@ TEST_F(StatusTableTest, TheClientRetriesExactlyTheRetryableRows) {
 }
 
 TEST_F(StatusTableTest, TheStreamerRetriesExactlyTheRetryableRows) {
-  ClientOptions options;
-  options.endpoints = {absl::StrCat("127.0.0.1:", grpc_port_)};
-  options.default_timeout = absl::Seconds(20);
-  options.retry.max_attempts = 3;
-  options.retry.initial_backoff = absl::Milliseconds(1);
-  options.retry.max_backoff = absl::Milliseconds(2);
-  options.retry.jitter_fraction = 0;
-  auto client = Client::Create(options);
+  auto client = Client::Create(RetryingClientOptions());
   ASSERT_TRUE(client.ok()) << client.status();
   for (const Row& row : Table()) {
     SCOPED_TRACE(Name(row));
