@@ -614,6 +614,13 @@ MUTANTS = [
        "off-by-one bound",
        "if (packed.defined() && panel > 0 && begin % panel == 0) {",
        "if (packed.defined() && panel > 0 && begin % 8 == 0) {", "model"),
+    _m("http-route-model-label-unbounded", HTTP + "api_routes.cc",
+       "wrong default", '      return "/v1/models/{model}";',
+       "      return std::string(PathOf(target));", "http",
+       regex="ApiRoutes"),
+    _m("http-route-docs-prefix-loose", HTTP + "api_routes.cc",
+       "off-by-one bound", "(path.empty() || path[0] == '/')) {",
+       "(path.empty() || path[0] != '?')) {", "http", regex="ApiRoutes"),
     _m("edge-stream-hint-on-other-codes", SRV + "status_mapping.cc",
        "inverted condition",
        "  if (status.code() != absl::StatusCode::kResourceExhausted) return;\n"

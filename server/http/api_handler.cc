@@ -16,8 +16,8 @@
 #include "server/common/request_id.h"
 #include "server/http/api_errors.h"
 #include "server/http/json_codec.h"
-#include "server/http/openapi_document.h"
 #include "server/http/openai_embeddings.h"
+#include "server/http/openapi_document.h"
 #include "server/http/server_info.h"
 #include "server/service/bearer_auth.h"
 
@@ -26,120 +26,8 @@ namespace {
 
 namespace bhttp = boost::beast::http;
 
-constexpr absl::string_view kFavorPrefix = "/v1/favor/";
-constexpr absl::string_view kModelsPrefix = "/v1/models/";
-constexpr absl::string_view kDocsPath = "/docs";
 constexpr absl::string_view kTimeoutHeader = "X-Request-Timeout";
 constexpr char kRequestIdResponseHeader[] = "X-Request-Id";
-
-enum class RouteKind {
-  kEmbeddings,
-  kModels,
-  kModel,
-  kHealth,
-  kInfo,
-  kFavor,
-  kOpenApi,
-  kDocs,
-  kNone
-};
-
-// Routes that need no key: a page and its description, and health checks.
-bool OpenRoute(RouteKind kind) {
-  return kind == RouteKind::kHealth || kind == RouteKind::kOpenApi ||
-         kind == RouteKind::kDocs;
-}
-
-}  // namespace
-
-struct ApiHandler::Route {
-  RouteKind kind = RouteKind::kNone;
-  bhttp::verb verb = bhttp::verb::get;
-  std::string method;  // kFavor: the RPC's name; kModel, kInfo: the model's;
-                       // kDocs: the path after /docs
-  bool bad_escape = false;  // kModel, kInfo: a '%' not followed by two hex
-                            // digits
-};
-
-namespace {
-
-using Route = ApiHandler::Route;
-
-// A path segment's percent-escapes decoded (RFC 3986 2.1; OpenAI's clients
-// escape a model name in the path); nullopt for a malformed escape.
-std::optional<std::string> PercentDecoded(absl::string_view segment) {
-  std::string decoded;
-  decoded.reserve(segment.size());
-  for (size_t i = 0; i < segment.size(); ++i) {
-    if (segment[i] != '%') {
-      decoded += segment[i];
-      continue;
-    }
-    if (i + 2 >= segment.size() ||
-        !absl::ascii_isxdigit(static_cast<unsigned char>(segment[i + 1])) ||
-        !absl::ascii_isxdigit(static_cast<unsigned char>(segment[i + 2]))) {
-      return std::nullopt;
-    }
-    decoded += absl::HexStringToBytes(segment.substr(i + 1, 2));
-    i += 2;
-  }
-  return decoded;
-}
-
-// The `route` label of metrics (metric_names.h bounds it).
-std::string RouteLabel(const Route& route, boost::beast::string_view target) {
-  if (route.kind == RouteKind::kNone) return "(other)";
-  if (route.kind == RouteKind::kModel) return "/v1/models/{model}";
-  if (route.kind == RouteKind::kDocs) return "/docs";
-  if (route.kind == RouteKind::kInfo) return "/info";
-  if (route.kind == RouteKind::kFavor) {
-    return absl::StrCat(kFavorPrefix, route.method);
-  }
-  absl::string_view path = ViewOf(target);
-  return std::string(path.substr(0, path.find('?')));
-}
-
-// GET /info?model=NAME: NAME, percent-decoded; empty for the default model.
-Route InfoRoute(absl::string_view query) {
-  Route route{RouteKind::kInfo, bhttp::verb::get, ""};
-  for (absl::string_view pair : absl::StrSplit(query, '&')) {
-    if (!absl::ConsumePrefix(&pair, "model=")) continue;
-    std::optional<std::string> model = PercentDecoded(pair);
-    route.method = model.value_or(std::string(pair));
-    route.bad_escape = !model.has_value();
-  }
-  return route;
-}
-
-Route RouteOf(boost::beast::string_view target) {
-  absl::string_view path = ViewOf(target);
-  const size_t question = path.find('?');
-  const absl::string_view query = question == absl::string_view::npos
-                                      ? absl::string_view()
-                                      : path.substr(question + 1);
-  path = path.substr(0, question);
-  if (path == "/info") return InfoRoute(query);
-  if (path == "/v1/embeddings")
-    return {RouteKind::kEmbeddings, bhttp::verb::post, ""};
-  if (path == "/v1/models") return {RouteKind::kModels, bhttp::verb::get, ""};
-  if (absl::ConsumePrefix(&path, kModelsPrefix) && !path.empty()) {
-    std::optional<std::string> model = PercentDecoded(path);
-    return {RouteKind::kModel, bhttp::verb::get,
-            model.value_or(std::string(path)), !model.has_value()};
-  }
-  if (path == "/health") return {RouteKind::kHealth, bhttp::verb::get, ""};
-  if (path == "/openapi.json") {
-    return {RouteKind::kOpenApi, bhttp::verb::get, ""};
-  }
-  if (absl::ConsumePrefix(&path, kDocsPath) &&
-      (path.empty() || path[0] == '/')) {
-    return {RouteKind::kDocs, bhttp::verb::get, std::string(path)};
-  }
-  if (absl::ConsumePrefix(&path, kFavorPrefix) && !path.empty()) {
-    return {RouteKind::kFavor, bhttp::verb::post, std::string(path)};
-  }
-  return {};
-}
 
 // "2.5" (seconds) or an absl duration ("500ms", "2s"); positive.
 absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text) {
@@ -334,8 +222,8 @@ Handler::Admission ApiHandler::Accept(const RequestHeader& header) {
 
 Handler::Admission ApiHandler::AcceptFrom(const RequestHeader& header,
                                           absl::string_view peer) {
-  Route route = RouteOf(header.target());
-  std::string label = RouteLabel(route, header.target());
+  Route route = RouteOf(ViewOf(header.target()));
+  std::string label = RouteLabel(route, ViewOf(header.target()));
   CallIds ids = ReadCallIds(HeaderValues(header, kRequestIdHeader),
                             HeaderValues(header, kTraceparentHeader));
   absl::Duration timeout = options_.default_timeout;

@@ -43,6 +43,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/common/access_log.h"
+#include "server/http/api_routes.h"
 #include "server/http/cors.h"
 #include "server/http/docs_page.h"
 #include "server/http/favor_json.h"
@@ -102,10 +103,6 @@ class ApiHandler final : public Handler {
 
   // GET /docs's page, as read at construction.
   const DocsPage& docs_page() const { return docs_; }
-
-  // A request's target resolved to one of the routes above
-  // (api_handler.cc).
-  struct Route;
 
   // Implementation details follow.
  private:
