@@ -103,8 +103,9 @@ RUN printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*
 COPY --from=build /out/bin/ /usr/local/bin/
 # favor-server opens SentencePiece's module from ../lib/favor beside it.
 COPY --from=build /out/lib/ /usr/local/lib/
-# The /docs page (Swagger UI, installed from npm by the build), which
-# favor-server finds in ../share/favor/docs beside it.
+# The /docs page (Swagger UI, installed from npm by the build; the context
+# carries the host's server/http/openapi/node_modules, so no registry is
+# needed here), which favor-server finds in ../share/favor/docs beside it.
 COPY --from=build /out/share/ /usr/local/share/
 COPY --from=build /out/models/ /opt/favor/models/
 COPY --chmod=0755 deploy/container/entrypoint.sh /usr/local/bin/favor-entrypoint

@@ -8,6 +8,9 @@
 # this says so and exits 0, so that favor-server still builds (its /docs
 # then answers 503 naming the missing folder, and the browser test
 # tests/http/docs_browser_test.py fails); the next build tries again.
+# The build passes this folder as <npm dir> too, so that npm's copy sits in
+# node_modules/ here, where the container's build context finds it (the
+# image's build then needs no registry, as with tools/bert_vocab).
 # Usage: install_docs_page.sh <this folder> <npm dir> <page dir>
 set -euo pipefail
 
@@ -31,7 +34,8 @@ mkdir -p "$npm_dir"
 if ! cmp -s "$src/package.json" "$npm_dir/package.json" ||
    [[ ! -f "$dist/swagger-ui-bundle.js" ]]; then
   command -v npm >/dev/null || left_out "npm is missing"
-  cp "$src/package.json" "$npm_dir/package.json"
+  [[ "$src/package.json" -ef "$npm_dir/package.json" ]] ||
+    cp "$src/package.json" "$npm_dir/package.json"
   # swagger-ui-dist depends on @scarf/scarf, whose install step reports the
   # installation to scarf.sh unless told not to.
   SCARF_ANALYTICS=false npm install --prefix "$npm_dir" --no-package-lock \
