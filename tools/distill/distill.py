@@ -58,6 +58,7 @@ sys.path.insert(0, os.path.join(_ROOT, "tools", "train_default"))
 sys.path.insert(0, os.path.join(_ROOT, "tools"))
 sys.path.insert(0, _HERE)
 import export_state_dict  # noqa: E402
+from hardware import native_bfloat16  # noqa: E402
 import hf_folder  # noqa: E402
 import model as favor_model  # noqa: E402
 import tokens  # noqa: E402
@@ -340,17 +341,6 @@ def losses(student, teacher, ids, keep, layers, args, autocast):
               for i in layers) / len(layers)
     cosine = (1 - (pooled.float() * target_pooled).sum(-1)).mean()
     return args.hidden_weight * mse + args.cosine_weight * cosine, mse, cosine
-
-
-def native_bfloat16(device):
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def held_out(student, teacher, id_lists, layers, args, device):

@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.join(_HERE, ".."))
 import data  # noqa: E402
 import model as favor_model  # noqa: E402
 import tokens  # noqa: E402
+from hardware import native_bfloat16  # noqa: E402
 import export_state_dict  # noqa: E402
 
 TASK_WEIGHTS = {"debian": 0.55, "wordnet_lemma": 0.2, "wordnet_example": 0.15,
@@ -70,8 +71,10 @@ def parse_args(argv=None):
     p.add_argument("--kernel", choices=("favor+", "softmax"), default="favor+",
                    help="attention while training; softmax is the model of "
                         "bench/transfer_study.py")
-    p.add_argument("--bfloat16", type=int, default=1,
-                   help="1: bfloat16 autocast for the products while training")
+    p.add_argument("--bfloat16", default="auto", choices=("auto", "0", "1"),
+                   help="bfloat16 autocast for the products while training "
+                        "(auto: where the CPU has native bfloat16; emulated "
+                        "elsewhere, it is many times slower than float32)")
     p.add_argument("--checkpoint", default="",
                    help="checkpoint file (default WORK/checkpoint-VERSION.pt)")
     p.add_argument("--checkpoint-every", type=int, default=100,
@@ -321,6 +324,8 @@ def export(encoder, config, args, seconds):
 
 def main(argv=None):
     args = parse_args(argv)
+    args.bfloat16 = (int(native_bfloat16(torch.device("cpu")))
+                     if args.bfloat16 == "auto" else int(args.bfloat16))
     torch.set_num_threads(args.threads)
     config = favor_model.Config(kernel=args.kernel)
     tasks = load_tasks(args, config)
