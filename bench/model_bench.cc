@@ -34,6 +34,7 @@
 #include "server/attention/cpu_allocator.h"
 #include "server/attention/cpu_features.h"
 #include "server/attention/cpu_gemm.h"
+#include "server/attention/cpu_gemm_int8.h"
 #include "server/attention/parallelism.h"
 #include "server/model/model.h"
 #include "server/model/random_model.h"
@@ -146,11 +147,14 @@ void Encode(benchmark::State& state, Kernel kernel, ComputeDType dtype,
   best.cpu = std::max(best.cpu, tokens / cpu_seconds);
 }
 
-// "favor+/L=4096", "favor+ bf16/64x128", "exact/L=512".
+// "favor+/L=4096", "favor+ bf16/64x128", "favor+ int8/L=512", "exact/L=512".
 std::string RowName(Kernel kernel, ComputeDType dtype, int64_t sequences,
                     int64_t length) {
   return absl::StrCat(kernel == Kernel::kSoftmaxExact ? "exact" : "favor+",
-                      dtype == ComputeDType::kBFloat16 ? " bf16" : "", "/",
+                      dtype == ComputeDType::kBFloat16 ? " bf16"
+                      : dtype == ComputeDType::kInt8   ? " int8"
+                                                       : "",
+                      "/",
                       sequences == 1 ? absl::StrCat("L=", length)
                                      : absl::StrCat(sequences, "x", length));
 }
@@ -218,16 +222,20 @@ int TakeOwnFlags(int& argc, char** argv) {
 namespace favor::model {
 namespace {
 
-// FAVOR+ in float32 and, where the CPU runs it natively, bfloat16 right
-// after at each size (so that a pair's ratio is taken within seconds), then
-// exact attention in float32.
-void RegisterAll(bool bfloat16) {
+// FAVOR+ in float32 and, where the CPU runs them natively, bfloat16 and
+// int8 right after at each size (so that a pair's ratio is taken within
+// seconds), then exact attention in float32.
+void RegisterAll(bool bfloat16, bool int8) {
   const auto favor = [&](int64_t sequences, int64_t length, int iterations) {
     Register(Kernel::kFavorPositive, ComputeDType::kFloat32, sequences, length,
              iterations);
     if (bfloat16 && length < 262144) {
       Register(Kernel::kFavorPositive, ComputeDType::kBFloat16, sequences,
                length, iterations);
+    }
+    if (int8 && length < 262144) {
+      Register(Kernel::kFavorPositive, ComputeDType::kInt8, sequences, length,
+               iterations);
     }
   };
   for (const int64_t length : {512, 4096, 32768, 262144}) {
@@ -245,11 +253,18 @@ void RegisterAll(bool bfloat16) {
   Register(Kernel::kSoftmaxExact, ComputeDType::kFloat32, 64, 128, 0);
 }
 
-void PrintTargets(bool bfloat16) {
+void PrintTargets(bool bfloat16, bool int8) {
   PrintRatio("FAVOR+ tokens/s, 32k over 4k", "favor+/L=32768", "favor+/L=4096",
              0.75);
   PrintRatio("FAVOR+ over exact tokens/s at 32k", "favor+/L=32768",
              "exact/L=32768", 10.0);
+  if (int8) {
+    for (const char* size : {"L=512", "L=4096", "64x128", "L=200"}) {
+      PrintRatio(absl::StrCat("int8 over float32 at ", size).c_str(),
+                 absl::StrCat("favor+ int8/", size),
+                 absl::StrCat("favor+/", size), 1.3);
+    }
+  }
   if (!bfloat16) return;
   for (const char* size : {"L=512", "L=4096", "L=32768", "64x128"}) {
     PrintRatio(absl::StrCat("bfloat16 over float32 at ", size).c_str(),
@@ -267,17 +282,21 @@ int main(int argc, char** argv) {
   const bool huge_pages = favor::attention::InstallHugePageCpuAllocator() ==
                           favor::attention::HugePageAllocatorState::kInstalled;
   const absl::Status bfloat16 = favor::attention::cpu::CheckBFloat16Support();
+  const absl::Status int8 = favor::attention::cpu::CheckInt8Support();
   std::printf(
       "model_bench: %d threads, large tensors on huge pages: %s, register "
-      "tiles: %s, bfloat16: %s\n",
+      "tiles: %s, bfloat16: %s, int8: %s\n",
       threads, huge_pages ? "yes" : "no",
       favor::attention::cpu::GemmKernelName(
           favor::attention::cpu::ActiveGemmKernel()),
-      bfloat16.ok() ? "yes" : std::string(bfloat16.message()).c_str());
-  favor::model::RegisterAll(bfloat16.ok());
+      bfloat16.ok() ? "yes" : std::string(bfloat16.message()).c_str(),
+      int8.ok() ? favor::attention::cpu::Int8KernelName(
+                      favor::attention::cpu::ActiveInt8Kernel())
+                : std::string(int8.message()).c_str());
+  favor::model::RegisterAll(bfloat16.ok(), int8.ok());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  favor::model::PrintTargets(bfloat16.ok());
+  favor::model::PrintTargets(bfloat16.ok(), int8.ok());
   return 0;
 }

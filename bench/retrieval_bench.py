@@ -112,7 +112,9 @@ def run(args):
               f"documents; BM25 in {time.time() - start:.0f} s", file=sys.stderr)
     for spec in args.model:
         label, directory = spec.split("=", 1)
-        with serving.Server(args.server, directory) as server:
+        flags = [f.split("=", 1)[1] for f in args.server_flag
+                 if f.split("=", 1)[0] == label]
+        with serving.Server(args.server, directory, flags=flags) as server:
             for name, s in sets.items():
                 start = time.time()
                 q, d = server.embed(s["queries"]), server.embed(s["documents"])
@@ -136,6 +138,9 @@ def main():
     parser.add_argument("--data", required=True)
     parser.add_argument("--model", action="append", required=True,
                         help="LABEL=MODEL_DIR (the first one's tokenizer tokenises for BM25)")
+    parser.add_argument("--server-flag", action="append", default=[],
+                        help="LABEL=--FLAG=VALUE: a favor-server flag for that "
+                             "model's server (e.g. int8=--dtype=int8)")
     parser.add_argument("--json", help="also write the figures here")
     run(parser.parse_args())
 

@@ -34,8 +34,14 @@ void PublishModelInfo(const model::Model& model, metrics::Metrics* metrics) {
 int64_t BudgetedWeightBytes(const model::Model& model) {
   const model::ModelDescription& description = model.description();
   const model::ModelConfig& config = model.config();
+  // int8 keeps the float32 weights; its quantised copies (a byte per
+  // linear-layer weight) stand in for float32's packed ones, which are not
+  // counted either.
   const int64_t element_bytes =
-      description.dtype == model::ComputeDType::kFloat32 ? 4 : 2;
+      description.dtype == model::ComputeDType::kFloat32 ||
+              description.dtype == model::ComputeDType::kInt8
+          ? 4
+          : 2;
   int64_t drawn_bytes = 0;
   if (attention::TraitsOf(config.attention.kernel).uses_projection) {
     const int64_t sublayers = config.num_hidden_layers *

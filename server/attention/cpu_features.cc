@@ -145,4 +145,11 @@ absl::Status CheckBFloat16Support() {
       "(use --dtype=float32)"));
 }
 
+absl::Status CheckInt8Support() {
+  if (CurrentCpuFeatures().avx2) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "int8 on the CPU needs AVX2, which this CPU lacks; without it int8 "
+      "would run in plain loops, slower than float32 (use --dtype=float32)");
+}
+
 }  // namespace favor::attention::cpu

@@ -70,6 +70,11 @@ bool HasFastBFloat16(const CpuFeatures& features);
 // AMX-BF16; this CPU lacks AVX512-BF16 and AMX-BF16".
 absl::Status CheckBFloat16Support();
 
+// OK when CurrentCpuFeatures() has AVX2 (cpu::GemmInt8's tiles); otherwise
+// FAILED_PRECONDITION: int8's plain loops are correct but slower than
+// float32, so a CPU without AVX2 is refused rather than slowed.
+absl::Status CheckInt8Support();
+
 }  // namespace favor::attention::cpu
 
 #endif  // FAVOR_SERVER_ATTENTION_CPU_FEATURES_H_

@@ -17,8 +17,12 @@ namespace favor::attention::cpu {
 namespace {
 
 constexpr int64_t kGroupBytes = 4;  // k per 32-bit lane
-constexpr int64_t kPanelGroupBytes = kInt8PanelColumns * kGroupBytes;
+constexpr int64_t kPanelGroupBytes = kInt8PanelColumns * kGroupBytes;  // 32
 constexpr int kTileRowsInt8 = 4;
+// The AVX2 tile's columns: three panels, one 8-lane vector each.
+constexpr int64_t kTileColumns = 3 * kInt8PanelColumns;
+// Zero panels after the last, so that a tile may always read three.
+constexpr int64_t kPaddingPanels = 2;
 
 // The epilogue, one output: (sx · sw) · float(sum − zx · Σqw), then + bias,
 // then c + that. AVX2 does the same operations in the same order (no fused
@@ -155,15 +159,16 @@ __attribute__((target("avx2"))) void QuantizeRowsAvx2(
   }
 }
 
-// kRows rows × the panel's 24 columns of int32 sums in 3 · kRows registers:
-// per group of 4 k, three 32-byte loads of the panel, one 4-byte broadcast
+// kRows rows × 24 columns (three panels from `panel` on, `panel_stride`
+// bytes apart) of int32 sums in 3 · kRows registers: per group of 4 k, one
+// 32-byte load of each panel, one 4-byte broadcast
 // per row, and per (row, vector) vpmaddubsw, vpmaddwd (pairs of int16 into
 // int32) and vpaddd. Then the epilogue, into c, or into `spill` (then
-// copied) for a last panel narrower than 24.
+// copied) for a last tile narrower than 24.
 template <int kRows>
 __attribute__((target("avx2"), always_inline)) inline void TileInt8(
     int64_t groups, const uint8_t* a, int64_t a_stride, const int8_t* panel,
-    const float* row_scales, const int32_t* zero_points,
+    int64_t panel_stride, const float* row_scales, const int32_t* zero_points,
     const float* column_scales, const int32_t* column_sums, float* c,
     int64_t ldc, int64_t width, bool accumulate, const float* bias) {
   // Named accumulators, not an array: GCC 12 kept an array's registers
@@ -180,7 +185,7 @@ __attribute__((target("avx2"), always_inline)) inline void TileInt8(
   __m256i acc[4][3];
   if constexpr (kRows == 4) {
     // Four rows: 12 accumulators, the ones, a broadcast and two products
-    // fill the 16 registers exactly, the panel read from memory by each
+    // fill the 16 registers exactly, the panels read from memory by each
     // vpmaddubsw. GCC 12 scheduled the intrinsics' twelve products ahead of
     // their sums and spilled accumulators to the stack on every k (1.5×
     // float32 instead of 2×), so this loop is written out.
@@ -210,45 +215,45 @@ __attribute__((target("avx2"), always_inline)) inline void TileInt8(
           "1:\n\t"
           "vpbroadcastd (%[a]), %%ymm1\n\t"
           "vpmaddubsw (%[w]), %%ymm1, %%ymm2\n\t"
-          "vpmaddubsw 32(%[w]), %%ymm1, %%ymm3\n\t"
+          "vpmaddubsw (%[w],%[ps]), %%ymm1, %%ymm3\n\t"
           "vpmaddwd %%ymm0, %%ymm2, %%ymm2\n\t"
           "vpmaddwd %%ymm0, %%ymm3, %%ymm3\n\t"
           "vpaddd %%ymm2, %%ymm4, %%ymm4\n\t"
           "vpaddd %%ymm3, %%ymm5, %%ymm5\n\t"
-          "vpmaddubsw 64(%[w]), %%ymm1, %%ymm2\n\t"
+          "vpmaddubsw (%[w],%[ps],2), %%ymm1, %%ymm2\n\t"
           "vpmaddwd %%ymm0, %%ymm2, %%ymm2\n\t"
           "vpaddd %%ymm2, %%ymm6, %%ymm6\n\t"
           "vpbroadcastd (%[a],%[stride]), %%ymm1\n\t"
           "vpmaddubsw (%[w]), %%ymm1, %%ymm2\n\t"
-          "vpmaddubsw 32(%[w]), %%ymm1, %%ymm3\n\t"
+          "vpmaddubsw (%[w],%[ps]), %%ymm1, %%ymm3\n\t"
           "vpmaddwd %%ymm0, %%ymm2, %%ymm2\n\t"
           "vpmaddwd %%ymm0, %%ymm3, %%ymm3\n\t"
           "vpaddd %%ymm2, %%ymm7, %%ymm7\n\t"
           "vpaddd %%ymm3, %%ymm8, %%ymm8\n\t"
-          "vpmaddubsw 64(%[w]), %%ymm1, %%ymm2\n\t"
+          "vpmaddubsw (%[w],%[ps],2), %%ymm1, %%ymm2\n\t"
           "vpmaddwd %%ymm0, %%ymm2, %%ymm2\n\t"
           "vpaddd %%ymm2, %%ymm9, %%ymm9\n\t"
           "vpbroadcastd (%[a],%[stride],2), %%ymm1\n\t"
           "vpmaddubsw (%[w]), %%ymm1, %%ymm2\n\t"
-          "vpmaddubsw 32(%[w]), %%ymm1, %%ymm3\n\t"
+          "vpmaddubsw (%[w],%[ps]), %%ymm1, %%ymm3\n\t"
           "vpmaddwd %%ymm0, %%ymm2, %%ymm2\n\t"
           "vpmaddwd %%ymm0, %%ymm3, %%ymm3\n\t"
           "vpaddd %%ymm2, %%ymm10, %%ymm10\n\t"
           "vpaddd %%ymm3, %%ymm11, %%ymm11\n\t"
-          "vpmaddubsw 64(%[w]), %%ymm1, %%ymm2\n\t"
+          "vpmaddubsw (%[w],%[ps],2), %%ymm1, %%ymm2\n\t"
           "vpmaddwd %%ymm0, %%ymm2, %%ymm2\n\t"
           "vpaddd %%ymm2, %%ymm12, %%ymm12\n\t"
           "vpbroadcastd (%[a],%[stride3]), %%ymm1\n\t"
           "vpmaddubsw (%[w]), %%ymm1, %%ymm2\n\t"
-          "vpmaddubsw 32(%[w]), %%ymm1, %%ymm3\n\t"
+          "vpmaddubsw (%[w],%[ps]), %%ymm1, %%ymm3\n\t"
           "vpmaddwd %%ymm0, %%ymm2, %%ymm2\n\t"
           "vpmaddwd %%ymm0, %%ymm3, %%ymm3\n\t"
           "vpaddd %%ymm2, %%ymm13, %%ymm13\n\t"
           "vpaddd %%ymm3, %%ymm14, %%ymm14\n\t"
-          "vpmaddubsw 64(%[w]), %%ymm1, %%ymm2\n\t"
+          "vpmaddubsw (%[w],%[ps],2), %%ymm1, %%ymm2\n\t"
           "vpmaddwd %%ymm0, %%ymm2, %%ymm2\n\t"
           "vpaddd %%ymm2, %%ymm15, %%ymm15\n\t"
-          "add $96, %[w]\n\t"
+          "add $32, %[w]\n\t"
           "add $4, %[a]\n\t"
           "dec %[left]\n\t"
           "jnz 1b\n\t"
@@ -266,7 +271,8 @@ __attribute__((target("avx2"), always_inline)) inline void TileInt8(
           "vmovdqu %%ymm14, 320(%[out])\n\t"
           "vmovdqu %%ymm15, 352(%[out])\n\t"
           : [w] "+r"(w), [a] "+r"(x), [left] "+r"(left)
-          : [stride] "r"(a_stride), [stride3] "r"(stride3), [out] "r"(sums)
+          : [stride] "r"(a_stride), [stride3] "r"(stride3), [out] "r"(sums),
+            [ps] "r"(panel_stride)
           : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5",
             "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
             "xmm13", "xmm14", "xmm15");
@@ -282,10 +288,10 @@ __attribute__((target("avx2"), always_inline)) inline void TileInt8(
     for (int64_t g = 0; g < groups; ++g) {
       const int8_t* w = panel + g * kPanelGroupBytes;
       const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
-      const __m256i b1 =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32));
-      const __m256i b2 =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64));
+      const __m256i b1 = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(w + panel_stride));
+      const __m256i b2 = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(w + 2 * panel_stride));
       const auto row = [&](const uint8_t* x_row, __m256i& t0, __m256i& t1,
                            __m256i& t2) __attribute__((target("avx2"),
                                                        always_inline)) {
@@ -308,13 +314,13 @@ __attribute__((target("avx2"), always_inline)) inline void TileInt8(
         {s00, s01, s02}, {s10, s11, s12}, {s20, s21, s22}, {s30, s31, s32}};
     std::memcpy(acc, named, sizeof acc);
   }
-  float spill[kInt8PanelColumns];
+  float spill[kTileColumns];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
     const __m256 row_scale = _mm256_set1_ps(row_scales[r]);
     const __m256i zero_point = _mm256_set1_epi32(zero_points[r]);
-    float* out = width == kInt8PanelColumns ? c + r * ldc : spill;
-    if (width != kInt8PanelColumns && accumulate) {
+    float* out = width == kTileColumns ? c + r * ldc : spill;
+    if (width != kTileColumns && accumulate) {
       std::memcpy(spill, c + r * ldc, width * sizeof(float));
     }
 #pragma GCC unroll 3
@@ -330,7 +336,7 @@ __attribute__((target("avx2"), always_inline)) inline void TileInt8(
       if (accumulate) y = _mm256_add_ps(_mm256_loadu_ps(out + 8 * v), y);
       _mm256_storeu_ps(out + 8 * v, y);
     }
-    if (width != kInt8PanelColumns) {
+    if (width != kTileColumns) {
       std::memcpy(c + r * ldc, spill, width * sizeof(float));
     }
   }
@@ -341,16 +347,17 @@ __attribute__((target("avx2"))) void GemmInt8Avx2(
     const Int8Weight& b, float* c, int64_t ldc, bool accumulate,
     const float* bias) {
   const int64_t groups = Int8PaddedDepth(depth) / kGroupBytes;
-  // The epilogue reads 24 scales, sums and biases a panel; a last panel
+  // The epilogue reads 24 scales, sums and biases a tile; a last tile
   // narrower than that reads padded copies.
-  float last_scales[kInt8PanelColumns] = {}, last_bias[kInt8PanelColumns] = {};
-  int32_t last_sums[kInt8PanelColumns] = {};
-  for (int64_t j = 0; j < cols; j += kInt8PanelColumns) {
-    const int64_t width = std::min(kInt8PanelColumns, cols - j);
+  float last_scales[kTileColumns] = {}, last_bias[kTileColumns] = {};
+  int32_t last_sums[kTileColumns] = {};
+  const int64_t panel_stride = groups * kPanelGroupBytes;
+  for (int64_t j = 0; j < cols; j += kTileColumns) {
+    const int64_t width = std::min(kTileColumns, cols - j);
     const float* column_scales = b.scales + j;
     const int32_t* column_sums = b.column_sums + j;
     const float* panel_bias = bias != nullptr ? bias + j : nullptr;
-    if (width < kInt8PanelColumns) {
+    if (width < kTileColumns) {
       std::copy(column_scales, column_scales + width, last_scales);
       std::copy(column_sums, column_sums + width, last_sums);
       column_scales = last_scales;
@@ -360,12 +367,12 @@ __attribute__((target("avx2"))) void GemmInt8Avx2(
         panel_bias = last_bias;
       }
     }
-    const int8_t* panel = b.packed + j / kInt8PanelColumns * groups *
-                                         kPanelGroupBytes;
+    const int8_t* panel = b.packed + j / kInt8PanelColumns * panel_stride;
     ForEachTile<kTileRowsInt8>(
         rows, [&](int64_t i, auto r) __attribute__((target("avx2"))) {
           TileInt8<decltype(r)::value>(
-              groups, a.data + i * a.stride, a.stride, panel, a.scales + i,
+              groups, a.data + i * a.stride, a.stride, panel, panel_stride,
+              a.scales + i,
               a.zero_points + i, column_scales, column_sums, c + i * ldc + j,
               ldc, width, accumulate, panel_bias);
         });
@@ -393,7 +400,7 @@ int64_t Int8PaddedDepth(int64_t depth) {
 
 int64_t Int8PackedWeightBytes(int64_t depth, int64_t cols) {
   const int64_t panels = (cols + kInt8PanelColumns - 1) / kInt8PanelColumns;
-  return panels * kInt8PanelColumns * Int8PaddedDepth(depth);
+  return (panels + kPaddingPanels) * kInt8PanelColumns * Int8PaddedDepth(depth);
 }
 
 void QuantizeWeightInt8(int64_t depth, int64_t cols, const float* b,

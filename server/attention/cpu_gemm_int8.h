@@ -33,7 +33,7 @@ inline constexpr int kInt8WeightMax = 127;      // qw in [−127, 127]
 // The kernels GemmInt8 has.
 enum class Int8Kernel {
   kPortable,  // plain loops
-  kAvx2,      // 4 × 24 tiles of int32 sums (AVX2)
+  kAvx2,      // 4 × 24 tiles of int32 sums (AVX2): three panels
 };
 
 // AVX2 when the CPU has it (DetectedCpuFeatures, so within FAVOR_CPU_ISA)
@@ -43,12 +43,15 @@ const char* Int8KernelName(Int8Kernel kernel);  // "portable", "avx2"
 
 // Depth rounded up to the 4 bytes that one 32-bit lane multiplies.
 int64_t Int8PaddedDepth(int64_t depth);
-// Columns of one packed panel (24, the AVX2 tile's width).
-inline constexpr int64_t kInt8PanelColumns = 24;
+// Columns of one packed panel: 8, one AVX2 vector of int32 sums (the tile
+// reads three). A layer's columns can be sliced at any multiple of 8
+// (Linear::Columns: the fused query|key|value layer's parts, head groups).
+inline constexpr int64_t kInt8PanelColumns = 8;
 
 // A weight quantised by QuantizeWeightInt8: panels of kInt8PanelColumns
-// columns, each Int8PaddedDepth(depth) / 4 groups of (columns × 4 bytes, k
-// fastest), the last panel's missing columns and the padded k zero.
+// columns, each Int8PaddedDepth(depth) / 4 groups of (8 columns × 4 bytes,
+// k fastest), the last panel's missing columns and the padded k zero, then
+// two panels of zeros (a tile reads three panels from any panel on).
 struct Int8Weight {
   const int8_t* packed = nullptr;      // Int8PackedWeightBytes bytes
   const float* scales = nullptr;       // cols: sw(j)

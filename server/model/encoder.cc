@@ -27,7 +27,10 @@ Linear GroupColumns(const Linear& fused, int64_t hidden, int64_t head_dim,
     weights.push_back(columns.weight_t);
     biases.push_back(columns.bias);
   }
-  return {at::cat(weights, 1), at::cat(biases, 0)};
+  Linear group{at::cat(weights, 1), at::cat(biases, 0)};
+  // int8 scales are per column: the copy quantises to the same bytes.
+  if (fused.int8_weight.defined()) group.QuantizeInt8();
+  return group;
 }
 
 }  // namespace

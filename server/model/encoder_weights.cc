@@ -51,8 +51,12 @@ at::ScalarType ScalarTypeOf(DType dtype) {
 class WeightReader final : public WeightLayoutVisitor {
  public:
   WeightReader(const SafetensorsFile& file, const ModelConfig& config,
-               c10::Device device, at::ScalarType dtype)
-      : file_(file), config_(config), device_(device), dtype_(dtype) {}
+               c10::Device device, at::ScalarType dtype, bool int8_linear)
+      : file_(file),
+        config_(config),
+        device_(device),
+        dtype_(dtype),
+        int8_linear_(int8_linear) {}
 
   void WordEmbeddings(const ExpectedTensor& tensor) override {
     weights_.word_embeddings = Get(tensor);
@@ -114,6 +118,7 @@ class WeightReader final : public WeightLayoutVisitor {
   const ModelConfig& config_;
   const c10::Device device_;
   const at::ScalarType dtype_;
+  const bool int8_linear_;
   EncoderWeights weights_;
   absl::Status status_;
   int64_t parameter_count_ = 0;
@@ -229,11 +234,16 @@ LayerWeights WeightReader::GetLayer(const LayerTensors& tensors) {
   }
   layer.output = GetLinear(tensors.output);
   layer.output_norm = GetNorm(tensors.output_norm);
-  // The four products per token, packed for cpu::Gemm's tiles once here.
+  // The four products per token, packed for cpu::Gemm's tiles or
+  // quantised for cpu::GemmInt8 once here.
   for (Linear* linear : {&layer.attention.query_key_value,
                          &layer.attention.output, &layer.intermediate,
                          &layer.output}) {
-    linear->PackForTiles();
+    if (int8_linear_) {
+      linear->QuantizeInt8();
+    } else {
+      linear->PackForTiles();
+    }
   }
   return layer;
 }
@@ -273,8 +283,9 @@ absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
                                                  const WeightNaming& naming,
                                                  const SafetensorsFile& file,
                                                  c10::Device device,
-                                                 at::ScalarType dtype) {
-  WeightReader reader(file, config, device, dtype);
+                                                 at::ScalarType dtype,
+                                                 bool int8_linear_layers) {
+  WeightReader reader(file, config, device, dtype, int8_linear_layers);
   const std::vector<ExpectedTensor> layout =
       VisitWeightLayout(config, naming, reader);
   RETURN_IF_ERROR(reader.status());

@@ -33,12 +33,14 @@ at::Tensor HostCopy(const TensorView& view);
 // in `dtype`; projections, norms and pooler.query stay float32. Projections the
 // file lacks are drawn as docs/models.md, Projections, says. The tensors come
 // from walking the weight layout (weight_layout.h); INTERNAL if the loader did
-// not read exactly the tensors the layout lists. May throw c10::Error.
-absl::StatusOr<LoadedWeights> LoadEncoderWeights(const ModelConfig& config,
-                                                 const WeightNaming& naming,
-                                                 const SafetensorsFile& file,
-                                                 c10::Device device,
-                                                 at::ScalarType dtype);
+// not read exactly the tensors the layout lists. With `int8_linear_layers`
+// (ComputeDType kInt8, dtype float32 on the CPU) each layer's four linear
+// layers are also quantised for cpu::GemmInt8 (Linear::QuantizeInt8).
+// May throw c10::Error.
+absl::StatusOr<LoadedWeights> LoadEncoderWeights(
+    const ModelConfig& config, const WeightNaming& naming,
+    const SafetensorsFile& file, c10::Device device, at::ScalarType dtype,
+    bool int8_linear_layers = false);
 
 }  // namespace favor::model::internal
 

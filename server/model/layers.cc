@@ -26,6 +26,23 @@ void Linear::PackForTiles() {
   packed_for = kernel;
 }
 
+void Linear::QuantizeInt8() {
+  if (!weight_t.defined() || !weight_t.is_cpu() ||
+      weight_t.scalar_type() != at::kFloat || weight_t.dim() != 2 ||
+      weight_t.stride(1) != 1) {
+    return;
+  }
+  const int64_t depth = weight_t.size(0), cols = weight_t.size(1);
+  int8_weight = at::empty({cpu::Int8PackedWeightBytes(depth, cols)}, at::kChar);
+  int8_scales = at::empty({cols}, at::kFloat);
+  int8_column_sums = at::empty({cols}, at::kInt);
+  cpu::QuantizeWeightInt8(depth, cols, weight_t.data_ptr<float>(),
+                          weight_t.stride(0), int8_weight.data_ptr<int8_t>(),
+                          int8_scales.data_ptr<float>(),
+                          int8_column_sums.data_ptr<int32_t>());
+  packed = at::Tensor();  // the products run in int8 now
+}
+
 Linear Linear::Columns(int64_t begin, int64_t count) const {
   Linear columns{weight_t.narrow(1, begin, count),
                  bias.narrow(0, begin, count)};
@@ -36,6 +53,18 @@ Linear Linear::Columns(int64_t begin, int64_t count) const {
     const int64_t offset = begin * weight_t.size(0);
     columns.packed = packed.narrow(0, offset, packed.numel() - offset);
     columns.packed_for = packed_for;
+  }
+  if (int8_weight.defined()) {
+    // Whole panels only (of 8 columns: every part and head group of the
+    // models Favor serves); a slice starting inside one runs in float32.
+    if (begin % cpu::kInt8PanelColumns == 0) {
+      const int64_t offset =
+          begin * cpu::Int8PaddedDepth(weight_t.size(0));
+      columns.int8_weight =
+          int8_weight.narrow(0, offset, int8_weight.numel() - offset);
+      columns.int8_scales = int8_scales.narrow(0, begin, count);
+      columns.int8_column_sums = int8_column_sums.narrow(0, begin, count);
+    }
   }
   return columns;
 }
@@ -89,6 +118,40 @@ bool OnTileGemm(const at::Tensor& x, const at::Tensor& weight_t,
           (out->scalar_type() == at::kFloat && out->stride(1) == 1));
 }
 
+// Whether y = x·W + b runs in int8: the layer was quantised (kInt8) and x,
+// the bias and `out` are float32 rows on the CPU.
+bool OnInt8Gemm(const Linear& layer, const at::Tensor& x,
+                const at::Tensor* out = nullptr) {
+  return layer.int8_weight.defined() && x.is_cpu() &&
+         x.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1 &&
+         layer.bias.scalar_type() == at::kFloat && layer.bias.stride(0) == 1 &&
+         (out == nullptr ||
+          (out->scalar_type() == at::kFloat && out->stride(1) == 1));
+}
+
+// out (+)= x·W + b in int8: x's rows quantised into a scratch buffer, then
+// cpu::GemmInt8 on the layer's quantised weight.
+void Int8Product(const Linear& layer, const at::Tensor& x, at::Tensor& out,
+                 bool accumulate) {
+  const int64_t rows = x.size(0), depth = x.size(1);
+  const int64_t cols = layer.weight_t.size(1);
+  const int64_t stride = cpu::Int8PaddedDepth(depth);
+  // Bytes, then the rows' scales and zero points (4-byte aligned: stride is
+  // a multiple of 4).
+  at::Tensor scratch = at::empty({rows * (stride + 8)}, at::kByte);
+  uint8_t* q = scratch.data_ptr<uint8_t>();
+  auto* scales = reinterpret_cast<float*>(q + rows * stride);
+  auto* zero_points = reinterpret_cast<int32_t*>(scales + rows);
+  cpu::QuantizeRowsInt8(rows, depth, x.data_ptr<float>(), x.stride(0), q,
+                        stride, scales, zero_points);
+  cpu::GemmInt8(rows, cols, depth, {q, stride, scales, zero_points},
+                {layer.int8_weight.data_ptr<int8_t>(),
+                 layer.int8_scales.data_ptr<float>(),
+                 layer.int8_column_sums.data_ptr<int32_t>()},
+                out.data_ptr<float>(), out.stride(0), accumulate,
+                layer.bias.data_ptr<float>());
+}
+
 // out (+)= x·W + b on the tiles, on the packed W when it was packed for the
 // kernel that runs now.
 void TileProduct(const Linear& layer, const at::Tensor& x, at::Tensor& out,
@@ -119,6 +182,11 @@ at::Tensor Padded(const at::Tensor& x) {
 }  // namespace
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
+  if (OnInt8Gemm(*this, x)) {
+    at::Tensor out = at::empty({x.size(0), weight_t.size(1)}, x.options());
+    Int8Product(*this, x, out, /*accumulate=*/false);
+    return out;
+  }
   if (OnTileGemm(x, weight_t, bias)) {
     at::Tensor out = at::empty({x.size(0), weight_t.size(1)}, x.options());
     TileProduct(*this, x, out, /*accumulate=*/false);
@@ -129,7 +197,9 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
 }
 
 void Linear::AddInto(const at::Tensor& x, at::Tensor& out) const {
-  if (OnTileGemm(x, weight_t, bias, &out)) {
+  if (OnInt8Gemm(*this, x, &out)) {
+    Int8Product(*this, x, out, /*accumulate=*/true);
+  } else if (OnTileGemm(x, weight_t, bias, &out)) {
     TileProduct(*this, x, out, /*accumulate=*/true);
   } else {
     out.add_((*this)(x));
@@ -137,7 +207,9 @@ void Linear::AddInto(const at::Tensor& x, at::Tensor& out) const {
 }
 
 void Linear::Into(const at::Tensor& x, at::Tensor& out) const {
-  if (OnTileGemm(x, weight_t, bias, &out)) {
+  if (OnInt8Gemm(*this, x, &out)) {
+    Int8Product(*this, x, out, /*accumulate=*/false);
+  } else if (OnTileGemm(x, weight_t, bias, &out)) {
     TileProduct(*this, x, out, /*accumulate=*/false);
   } else if (x.size(0) >= kMinProductRows && x.scalar_type() == at::kFloat) {
     at::addmm_out(out, bias, x, weight_t);

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "server/attention/cpu_gemm.h"
+#include "server/attention/cpu_gemm_int8.h"
 #include "server/model/model_config.h"
 
 namespace favor::model::internal {
@@ -85,13 +86,23 @@ struct Linear {
   // weight_t packed by cpu::PackB for `packed_for`; undefined if not packed.
   at::Tensor packed;
   attention::cpu::GemmKernel packed_for = attention::cpu::GemmKernel::kPortable;
+  // ComputeDType kInt8: weight_t quantised by cpu::QuantizeWeightInt8
+  // (int8 bytes, float scales and int32 column sums, per output column);
+  // undefined otherwise. A float32 product on the CPU then runs in int8
+  // (cpu::GemmInt8, its rows quantised as it runs).
+  at::Tensor int8_weight;
+  at::Tensor int8_scales;
+  at::Tensor int8_column_sums;
 
   // Packs weight_t for the kernel that cpu::Gemm runs now, if it has tiles
   // and weight_t is float32 on the CPU; otherwise leaves the layer as it is.
   void PackForTiles();
+  // Quantises weight_t for cpu::GemmInt8 (float32 on the CPU only; else
+  // leaves the layer as it is). Products then run in int8, not on `packed`.
+  void QuantizeInt8();
   // The layer restricted to output features [begin, begin + count): a view,
   // no copy (the fused query|key|value layer is sliced this way); packed
-  // too where `begin` starts a panel.
+  // and quantised too where `begin` starts a panel.
   Linear Columns(int64_t begin, int64_t count) const;
   at::Tensor operator()(const at::Tensor& x) const;
   // The same product written into `out` (x's rows, out features).

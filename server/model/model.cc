@@ -37,6 +37,7 @@ at::ScalarType ScalarTypeOf(ComputeDType dtype) {
     case ComputeDType::kFloat16:
       return at::kHalf;
     case ComputeDType::kFloat32:
+    case ComputeDType::kInt8:  // float32 but in the linear layers' products
       break;
   }
   return at::kFloat;
@@ -52,6 +53,13 @@ absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
     if (options.dtype == ComputeDType::kBFloat16) {
       RETURN_IF_ERROR(attention::cpu::CheckBFloat16Support());
     }
+    if (options.dtype == ComputeDType::kInt8) {
+      RETURN_IF_ERROR(attention::cpu::CheckInt8Support());
+    }
+  } else if (options.dtype == ComputeDType::kInt8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dtype int8 runs on the CPU (AVX2); device '", options.device,
+        "' takes float32, bfloat16 or float16"));
   }
   return attention::ParseDevice(options.device);
 }
@@ -213,8 +221,11 @@ absl::StatusOr<std::unique_ptr<Model>> LoadOnDevice(
   RETURN_IF_ERROR(
       CheckTensors(*file, ExpectedWeights(config, naming), naming.ignore));
   ASSIGN_OR_RETURN(internal::LoadedWeights loaded,
-                   internal::LoadEncoderWeights(config, naming, *file, device,
-                                                ScalarTypeOf(options.dtype)));
+                   internal::LoadEncoderWeights(
+                       config, naming, *file, device,
+                       ScalarTypeOf(options.dtype),
+                       /*int8_linear_layers=*/options.dtype ==
+                           ComputeDType::kInt8));
   internal::EncoderOptions encoder_options =
       MakeEncoderOptions(config, options, device);
   ModelDescription description =
@@ -261,6 +272,8 @@ absl::string_view NameOf(ComputeDType dtype) {
       return "bfloat16";
     case ComputeDType::kFloat16:
       return "float16";
+    case ComputeDType::kInt8:
+      return "int8";
     case ComputeDType::kFloat32:
       break;
   }
@@ -272,9 +285,10 @@ absl::StatusOr<ComputeDType> ParseComputeDType(absl::string_view name) {
   if (lower == "float32" || lower == "fp32") return ComputeDType::kFloat32;
   if (lower == "bfloat16" || lower == "bf16") return ComputeDType::kBFloat16;
   if (lower == "float16" || lower == "fp16") return ComputeDType::kFloat16;
-  return absl::InvalidArgumentError(
-      absl::StrCat("dtype '", name,
-                   "' is not one of \"float32\", \"bfloat16\", \"float16\""));
+  if (lower == "int8") return ComputeDType::kInt8;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "dtype '", name,
+      "' is not one of \"float32\", \"bfloat16\", \"float16\", \"int8\""));
 }
 
 absl::Status ValidatePackedInput(const ModelConfig& config,

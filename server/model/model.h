@@ -42,11 +42,16 @@ namespace favor::model {
 // attention and pooling run in float32 whatever it is. On the CPU, float32
 // or bfloat16: bfloat16 needs AVX512-BF16 or AMX-BF16 (LibTorch's bfloat16
 // products go through oneDNN, which emulates them slowly elsewhere), and
-// float16 has no fast CPU path. docs/performance.md says when to choose
-// which.
-enum class ComputeDType { kFloat32, kBFloat16, kFloat16 };
+// float16 has no fast CPU path. kInt8 (CPU only, needs AVX2) keeps
+// float32 everywhere but in each layer's four linear layers, which multiply
+// int8 weights (quantised at load, per output column) by int8 activations
+// (quantised per token as they run) with exact int32 sums
+// (server/attention/cpu_gemm_int8.h): about twice float32's speed in those
+// products on AVX2, embeddings within about 1e-3 of float32's in cosine.
+// docs/performance.md says when to choose which.
+enum class ComputeDType { kFloat32, kBFloat16, kFloat16, kInt8 };
 
-// "float32", "bfloat16", "float16".
+// "float32", "bfloat16", "float16", "int8".
 absl::string_view NameOf(ComputeDType dtype);
 // Accepts the names above and "fp32", "bf16", "fp16".
 absl::StatusOr<ComputeDType> ParseComputeDType(absl::string_view name);
@@ -57,8 +62,9 @@ struct ModelOptions {
   std::string device = "cpu";
   // float16 needs a CUDA device; bfloat16 a CUDA device or a CPU with
   // AVX512-BF16 or AMX-BF16 (FAILED_PRECONDITION naming the missing
-  // instruction sets otherwise). The default, float32, gives the same
-  // embeddings on every machine.
+  // instruction sets otherwise); int8 the CPU (INVALID_ARGUMENT on CUDA)
+  // with AVX2 (FAILED_PRECONDITION otherwise). The default, float32, gives
+  // the same embeddings on every machine.
   ComputeDType dtype = ComputeDType::kFloat32;
   // Tokens per attention chunk of the linear kernels: extra memory per
   // (sequence, head) task is about chunk × (features + head size) floats.

@@ -96,7 +96,7 @@ TEST(GemmInt8Test, QuantisationFollowsTheDocumentedFormulas) {
       // Element (k, j) of the packed layout.
       const int64_t groups = Int8PaddedDepth(o.s.depth) / 4;
       const int8_t got =
-          o.packed[j / 24 * groups * 96 + k / 4 * 96 + j % 24 * 4 + k % 4];
+          o.packed[j / 8 * groups * 32 + k / 4 * 32 + j % 8 * 4 + k % 4];
       EXPECT_EQ(got, static_cast<int8_t>(want)) << k << "," << j;
       sum += got;
     }
@@ -141,7 +141,7 @@ void CheckAgainstIntegerSums(Int8Kernel kernel, const Shape& s,
       int64_t sum = 0, column_sum = 0;
       for (int64_t k = 0; k < s.depth; ++k) {
         const int64_t w =
-            o.packed[j / 24 * groups * 96 + k / 4 * 96 + j % 24 * 4 + k % 4];
+            o.packed[j / 8 * groups * 32 + k / 4 * 32 + j % 8 * 4 + k % 4];
         sum += int64_t{o.q[i * o.q_stride + k]} * w;
         column_sum += w;
       }

@@ -150,5 +150,44 @@ TEST(LayersTest, LinearColumnsAreAViewOfTheFusedLayer) {
             fused.weight_t.data_ptr<float>() + 2);
 }
 
+// int8 (ComputeDType kInt8): the products run on cpu::GemmInt8, near the
+// float32 ones; a part sliced at a multiple of 8 columns (as the fused
+// query|key|value layer's parts and head groups are) stays in int8 and
+// gives the same bits as those columns of the whole product, in every
+// entry point (a new output, into a view, added to a residual).
+TEST(LayersTest, Int8ColumnsAreTheSameBitsAsTheWholeProduct) {
+  at::manual_seed(3);
+  Linear fused{at::randn({70, 96}) * 0.1, at::randn({96})};
+  const at::Tensor x = at::randn({13, 70});
+  const at::Tensor float32 = fused(x);
+  fused.QuantizeInt8();
+  ASSERT_TRUE(fused.int8_weight.defined());
+  EXPECT_FALSE(fused.packed.defined());
+  const at::Tensor whole = fused(x);
+  EXPECT_FALSE(at::equal(whole, float32)) << "the product did not run in int8";
+  EXPECT_LT((whole - float32).norm().item<double>(),
+            0.02 * float32.norm().item<double>());
+  for (const auto& [begin, count] :
+       {std::pair<int64_t, int64_t>{0, 96}, {8, 40}, {32, 64}, {88, 8},
+        {40, 3}}) {
+    const Linear part = fused.Columns(begin, count);
+    ASSERT_TRUE(part.int8_weight.defined()) << begin;
+    const at::Tensor want = whole.narrow(1, begin, count);
+    EXPECT_TRUE(at::equal(part(x), want)) << begin << "+" << count;
+    at::Tensor into = at::empty({13, count});
+    part.Into(x, into);
+    EXPECT_TRUE(at::equal(into, want)) << begin << "+" << count;
+    const at::Tensor residual = at::randn({13, count});
+    at::Tensor sum = residual.clone();
+    part.AddInto(x, sum);
+    EXPECT_TRUE(at::allclose(sum, residual + want, 1e-6, 1e-6))
+        << begin << "+" << count;
+  }
+  // Inside a panel: no int8 slice; the product runs in float32.
+  const Linear odd = fused.Columns(4, 8);
+  EXPECT_FALSE(odd.int8_weight.defined());
+  EXPECT_TRUE(at::allclose(odd(x), float32.narrow(1, 4, 8), 1e-5, 1e-5));
+}
+
 }  // namespace
 }  // namespace favor::model::internal

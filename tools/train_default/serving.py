@@ -18,7 +18,7 @@ class Server:
     """favor-server serving a copy of `model_dir` as `default`; a context
     manager that stops it and removes the copy."""
 
-    def __init__(self, binary, model_dir, startup_seconds=120):
+    def __init__(self, binary, model_dir, startup_seconds=120, flags=()):
         self.repository = tempfile.mkdtemp(prefix="favor_served_")
         shutil.copytree(model_dir, f"{self.repository}/default")
         with socket.socket() as s:
@@ -28,7 +28,7 @@ class Server:
         self.process = subprocess.Popen(
             [binary, "--model_repository", self.repository, "--port", "0",
              "--metrics_port", "0", "--http_port", str(self.port),
-             "--bind_address", "127.0.0.1"],
+             "--bind_address", "127.0.0.1", *flags],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def __enter__(self):
