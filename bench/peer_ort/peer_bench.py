@@ -85,6 +85,9 @@ MODEL_BENCH_SHAPE = {"num_hidden_layers": 4, "hidden_size": 256,
                      "num_attention_heads": 4, "intermediate_size": 1024,
                      "num_random_features": 256}
 GOAL_VS_EXACT, GOAL_VS_FAVOR, GOAL_SGEMM = 1.15, 1.5, 0.70
+# The reduced-precision path (--dtype=int8): against ONNX Runtime exact at
+# 512 tokens, and against Favor's own float32 (the bar for shipping it).
+GOAL_INT8_VS_EXACT, GOAL_INT8_VS_FLOAT32 = 1.4, 1.3
 # Share of the CPUs other processes may take during a block before the
 # run warns that its ratios are not a quiet machine's.
 NOISY_SHARE = 0.10
@@ -169,15 +172,16 @@ def cpu_description():
     return f"CPU: {name}, {os.cpu_count()} cores, {' '.join(extensions) or 'no AVX2'}"
 
 
-def model_bench_row(shape):
+def model_bench_row(shape, dtype=""):
     batch, length = shape
-    return f"favor+/{batch}x{length}" if batch > 1 else f"favor+/L={length}"
+    name = f"favor+ {dtype}" if dtype else "favor+"
+    return f"{name}/{batch}x{length}" if batch > 1 else f"{name}/L={length}"
 
 
-def favor_rate(build, shape):
-    """{"mean", "best"} tokens/s of model_bench's favor+ row, or None when
-    it has no such row."""
-    row = model_bench_row(shape)
+def favor_rate(build, shape, dtype=""):
+    """{"mean", "best"} tokens/s of model_bench's favor+ row (in `dtype`:
+    "" for float32, "int8"), or None when it has no such row."""
+    row = model_bench_row(shape, dtype)
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         # OMP_WAIT_POLICY=passive: LibTorch's idle OpenMP threads sleep
         # instead of spinning on the two cores the next program needs.
@@ -273,7 +277,7 @@ def spread(values, fmt):
 
 def ratio_cell(favor_rounds, peer_rounds):
     """Per-round ratios of means (bests): their range over rounds."""
-    if not peer_rounds:
+    if not favor_rounds or not peer_rounds:
         return ""
     means = [f["mean"] / p["mean"] for f, p in zip(favor_rounds, peer_rounds)]
     bests = [f["best"] / p["best"] for f, p in zip(favor_rounds, peer_rounds)]
@@ -297,8 +301,10 @@ def sgemm_shares(results, sgemm, shape, flops):
 def print_table(results, sgemm, flops):
     print("\n| shape | Favor FAVOR+ (model_bench): mean (best) | ONNX Runtime exact: "
           "mean (best) | ONNX Runtime FAVOR+: mean (best) | Favor / ORT exact, "
-          "means (bests) | Favor / ORT FAVOR+, means (bests) | Favor, share of sgemm |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "means (bests) | Favor / ORT FAVOR+, means (bests) | Favor, share of sgemm "
+          "| Favor int8: mean (best) | int8 / ORT exact | int8 / ORT FAVOR+ "
+          "| int8 / float32 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for shape in SHAPES:
         r = results[shape]
         shares = sgemm_shares(results, sgemm, shape, flops)
@@ -306,13 +312,18 @@ def print_table(results, sgemm, flops):
               f" | {rate_cell(r['exact'], '(quadratic: not run)')}"
               f" | {rate_cell(r['favor+'], '')} | {ratio_cell(r['favor'], r['exact'])}"
               f" | {ratio_cell(r['favor'], r['favor+'])}"
-              f" | {spread(shares, percent) if shares else ''} |")
+              f" | {spread(shares, percent) if shares else ''}"
+              f" | {rate_cell(r['int8'], 'no int8 row')}"
+              f" | {ratio_cell(r['int8'], r['exact'])}"
+              f" | {ratio_cell(r['int8'], r['favor+'])}"
+              f" | {ratio_cell(r['int8'], r['favor'])} |")
 
 
-def round_ratios(results, shape, peer):
-    """Per round: Favor's mean over the peer's in that round."""
+def round_ratios(results, shape, peer, own="favor"):
+    """Per round: Favor's mean (`own`: "favor" float32, "int8") over the
+    peer's in that round."""
     r = results[shape]
-    return [f["mean"] / p["mean"] for f, p in zip(r["favor"], r[peer])]
+    return [f["mean"] / p["mean"] for f, p in zip(r[own], r[peer])]
 
 
 def judged(values, quiet):
@@ -346,6 +357,12 @@ def print_goals(results, sgemm, foreign, flops):
     for shape in SHAPES[2:]:
         goal(f"Favor's share of sgemm at {shape[0]} x {shape[1]}", shape,
              sgemm_shares(results, sgemm, shape, flops), GOAL_SGEMM)
+    goal("Favor int8 / ORT exact at 1 x 512", (1, 512),
+         round_ratios(results, (1, 512), "exact", own="int8"), GOAL_INT8_VS_EXACT)
+    for shape in SHAPES:
+        goal(f"Favor int8 / Favor float32 at {shape[0]} x {shape[1]}", shape,
+             round_ratios(results, shape, "favor", own="int8"),
+             GOAL_INT8_VS_FLOAT32)
 
 
 # ---- the run
@@ -394,7 +411,8 @@ def main():
 
     check_shape(config)
     flops = flops_per_token(config)
-    results = {s: {"favor": [], "exact": [], "favor+": []} for s in SHAPES}
+    results = {s: {"favor": [], "int8": [], "exact": [], "favor+": []}
+               for s in SHAPES}
     sgemm = {s: [] for s in SHAPES}  # GFLOP/s, per shape and round
     foreign = {s: [] for s in SHAPES}  # others' share of the CPUs, per round
     load = ForeignLoad()
@@ -410,6 +428,9 @@ def main():
                       "Favor not measured at this shape")
             else:
                 r["favor"].append(favor)
+            int8 = favor_rate(build, shape, "int8")
+            if int8 is not None:  # no row where the CPU lacks AVX2
+                r["int8"].append(int8)
             if shape[1] <= EXACT_MAX_LENGTH:
                 r["exact"].append(ort_rate(peers, os.path.join(peers, "softmax.onnx"), shape))
             r["favor+"].append(ort_rate(peers, os.path.join(peers, "favor.onnx"), shape))

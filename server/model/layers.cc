@@ -6,6 +6,7 @@
 
 #include "server/attention/cpu_features.h"
 #include "server/attention/cpu_gemm.h"
+#include "server/attention/cpu_gemm_int8.h"
 #include "server/model/row_kernels.h"
 
 namespace favor::model::internal {

@@ -15,7 +15,6 @@
 #include <utility>
 
 #include "server/attention/cpu_gemm.h"
-#include "server/attention/cpu_gemm_int8.h"
 #include "server/model/model_config.h"
 
 namespace favor::model::internal {

@@ -41,7 +41,7 @@ struct ModelFolder {
   // model's file holds the encoder ("bert."), used when the file has it.
   std::string architecture;
   std::vector<std::string> overlay_fields;
-  // favor.json's "dtype" ("float32", "bfloat16", "float16"): the dtype this
+  // favor.json's "dtype" ("float32", "bfloat16", "float16", "int8"): the dtype this
   // model computes in, over the server's; empty: the server's.
   std::string dtype;
   std::string weight_prefix;

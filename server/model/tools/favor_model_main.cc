@@ -4,7 +4,7 @@
 //                    --vocab V --kernel K --features M --seed S
 //                    --tokenizer FILE ...]
 //   favor-model inspect DIR
-//   favor-model verify DIR [--device cpu|cuda:N --dtype float32|...]
+//   favor-model verify DIR [--device cpu|cuda:N --dtype float32|...|int8]
 //   favor-model compare DIR [--dtype bfloat16 --inputs N --max_tokens N
 //                       --peak_logits S]
 //   favor-model tokenize DIR < texts.jsonl > ids.txt
@@ -99,8 +99,8 @@ ABSL_FLAG(std::string, tokenizer, "",
 ABSL_FLAG(std::string, device, "cpu", "verify: cpu, cuda or cuda:N");
 ABSL_FLAG(std::string, dtype, "float32",
           "verify: float32, bfloat16 (CUDA, or a CPU with AVX512-BF16 or "
-          "AMX-BF16) or float16 (CUDA); compare: the dtype set against "
-          "float32 (float32 there means bfloat16)");
+          "AMX-BF16), float16 (CUDA) or int8 (a CPU with AVX2); compare: the "
+          "dtype set against float32 (float32 there means bfloat16)");
 ABSL_FLAG(int64_t, tokens, 512,
           "verify: length of the longest test sequence (capped by the "
           "model's max_sequence_length)");
