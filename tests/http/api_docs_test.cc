@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/http/openapi_document.h"
@@ -25,13 +27,22 @@ namespace fs = std::filesystem;
 class ApiDocsTest : public ApiTest {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / "api_docs_test";
+    // One folder per process: ctest runs this suite's tests in parallel
+    // processes, and a shared folder was removed under another's feet.
+    root_ = fs::path(::testing::TempDir()) /
+            ("api_docs_test_" + std::to_string(getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_ / "page");
     Write(root_ / "page" / "index.html", "<html>the page</html>");
     Write(root_ / "page" / "app.js", "let x = 1;");
     Write(root_ / "page" / ".installed", "");
     Write(root_ / "secret.txt", "outside the page");
+  }
+
+  void TearDown() override {
+    ApiTest::TearDown();
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
   }
 
   static void Write(const fs::path& path, const std::string& text) {
