@@ -11,7 +11,11 @@ vocab.txt written here), served with softmax attention:
   - "bert": BertModel, mean pooling, normalised;
   - "xlm_roberta": XLMRobertaForMaskedLM (weights under "roberta.", an LM
     head, the I64 position_ids buffer), positions numbered after the
-    padding id, [CLS] pooling, not normalised.
+    padding id, [CLS] pooling, not normalised;
+  - "nomic_bert": NomicBertModel as nomic-embed-text lays it out (rotary,
+    one fused Wqkv, SwiGLU, no linear biases, the vocabulary padded to a
+    multiple of 8), trained at 32 tokens: the teacher is served (and
+    compared) up to its max_trained_positions, the student past it.
 Checks, for each:
   1. distillation lowers the objective on held-out texts by a tenth or more
      and brings the student's embeddings nearer the teacher's than the swap
@@ -45,6 +49,7 @@ import hf_reference  # noqa: E402
 import serving  # noqa: E402
 import tokens  # noqa: E402
 from hf import bert  # noqa: E402
+from hf import nomic_bert  # noqa: E402
 
 TOLERANCE = 1e-4
 # Tiny models: two threads on a loaded machine take ten times as long.
@@ -69,6 +74,19 @@ CASES = {
         "position_ids_buffer": True,
         "sentence_transformers": {"pooling": "cls", "normalize": False},
     },
+    "nomic_bert": {
+        "module": nomic_bert,
+        "config": {"model_type": "nomic_bert", "n_embd": 32, "n_head": 4,
+                   "n_layer": 2, "n_inner": 48, "pad_vocab_size_multiple": 8,
+                   "max_trained_positions": 32, "n_positions": 64,
+                   "activation_function": "swiglu", "layer_norm_epsilon": 1e-12,
+                   "rotary_emb_fraction": 1.0, "rotary_emb_base": 1000,
+                   "qkv_proj_bias": False, "mlp_fc1_bias": False,
+                   "mlp_fc2_bias": False, "type_vocab_size": 2, "pad_token_id": 0},
+        "class": "NomicBertModel", "prefix": "",
+        "sentence_transformers": {"pooling": "mean", "normalize": True},
+        "teacher_limit": 32,
+    },
 }
 
 
@@ -77,9 +95,20 @@ def make_teacher(name, folder):
              ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(distill_test.WORDS)) +
              ["##s", "##ing", "##ed"])
     case = CASES[name]
-    config = dict(hf_reference._SMALL, **case["config"], vocab_size=len(vocab))
+    module = case.get("module", bert)
+    config = dict(hf_reference._SMALL if module is bert else {}, **case["config"],
+                  vocab_size=len(vocab))
     generator = torch.Generator().manual_seed(sum(map(ord, name)))
-    weights = hf_reference.draw(bert.weight_shapes(config), generator)
+    multiple = config.get("pad_vocab_size_multiple", 1)
+    stored = dict(config, vocab_size=-(-len(vocab) // multiple) * multiple)
+    weights = hf_reference.draw(module.weight_shapes(stored), generator)
+    for norm in [n for n in weights if n.endswith(("emb_ln.weight", "norm1.weight",
+                                                   "norm2.weight"))]:
+        # nomic's norm names escape draw()'s unit-scale rule: at 1/sqrt(32)
+        # the attention logits are near 0 and FAVOR+ would match softmax
+        # before any training.
+        weights[norm] = 1 + 0.3 * torch.randn(weights[norm].shape, generator=generator,
+                                              dtype=torch.float64)
     hf_reference.write_folder(folder, case, config, weights, generator)
     with open(os.path.join(folder, "vocab.txt"), "w") as f:
         f.write("\n".join(vocab) + "\n")
@@ -89,10 +118,14 @@ def make_teacher(name, folder):
         f.write("the hub's card\n")
 
 
-def parity(server, favor_model, folder, texts, label, failures):
-    """favor-server's embeddings of `texts` against the tool's forward on
-    `folder` (hf_folder reads its favor.json, if any), each text alone."""
+def parity(server, favor_model, folder, texts, label, failures, max_tokens=None):
+    """favor-server's embeddings of `texts` (those of at most `max_tokens`
+    tokens) against the tool's forward on `folder` (hf_folder reads its
+    favor.json, if any), each text alone. Returns the longest input."""
     ids = tokens.tokenize(favor_model, folder, texts)
+    if max_tokens is not None:
+        texts = [t for t, row in zip(texts, ids) if len(row) <= max_tokens]
+        ids = [row for row in ids if len(row) <= max_tokens]
     encoder = hf_folder.load(folder).eval()
     with torch.no_grad():
         reference = torch.stack([
@@ -106,6 +139,7 @@ def parity(server, favor_model, folder, texts, label, failures):
     if not difference <= TOLERANCE:
         failures.append(f"{label}: served embeddings differ from the tool's "
                         f"forward by {difference:.2e}")
+    return max(map(len, ids))
 
 
 def check_folder(teacher, student, attention, label, failures):
@@ -143,8 +177,9 @@ def main():
         for name in CASES:
             teacher = os.path.join(work, name)
             make_teacher(name, teacher)
+            limit = CASES[name].get("teacher_limit")
             parity(server, favor_model, teacher, probe, f"{name} teacher (softmax)",
-                   failures)
+                   failures, limit)
             student = os.path.join(work, name + "_student")
             distill_test.run_distill(favor_model, teacher, texts, student, "--steps", "24",
                                      *ONE_THREAD)
@@ -163,8 +198,11 @@ def main():
             attention = {"kernel": "favor+", "num_random_features": 256,
                          "projection_seed": 0, "feature_epsilon": 1e-4}
             check_folder(teacher, student, attention, name, failures)
-            parity(server, favor_model, student, probe, f"{name} student (favor+)",
-                   failures)
+            longest = parity(server, favor_model, student, probe,
+                             f"{name} student (favor+)", failures)
+            if limit is not None and not longest > limit:
+                failures.append(f"{name}: no probe is longer than the teacher's "
+                                f"{limit} tokens ({longest})")
         plus_plus = os.path.join(work, "bert_favor_plus_plus")
         distill_test.run_distill(favor_model, os.path.join(work, "bert"), texts, plus_plus,
                                  "--steps", "4", "--kernel", "favor++", "--features", "64",

@@ -1,8 +1,9 @@
 """Hugging Face BERT-family folders (BertModel, RobertaModel,
-XLMRobertaModel and their task models) as tools/distill reads and writes
-them, computing what favor-server computes for such a folder
-(server/model/hf/bert.cc, roberta.cc, sentence_transformers.cc,
-model_folder.cc; docs/models.md "Hugging Face folders"):
+XLMRobertaModel, NomicBertModel and their task models) as tools/distill
+reads and writes them, computing what favor-server computes for such a
+folder (server/model/hf/bert.cc, roberta.cc, nomic_bert.cc,
+sentence_transformers.cc, model_folder.cc; docs/models.md "Hugging Face
+folders"):
 
   - embeddings: word + absolute position + token type 0, then LayerNorm;
     positions from 0 (BERT), or numbered after the padding id (RoBERTa,
@@ -12,6 +13,12 @@ model_folder.cc; docs/models.md "Hugging Face folders"):
   - post-LN layers with the exact (erf) GELU: tools/train_default/model.py's
     Layer, whose FAVOR+ / FAVOR++ / softmax attention and projection draw
     (projection_seed + layer) are the server's; no rotary;
+  - NomicBERT: word + token type 0 (when the folder has token types), then
+    emb_ln; post-norm layers under nomic's names (one fused Wqkv, rotary
+    on whole heads in the rotate-half form, positions from 0; out_proj;
+    fc2(fc11(x) · act(fc12(x))) for SwiGLU / GeGLU, else fc2(act(fc1(x)));
+    norm1, norm2), biases where the file has them, the same attention
+    functions; the server's limit is max_trained_positions;
   - the pooling and normalisation of sentence-transformers' files
     (1_Pooling/config.json, a Normalize module in modules.json), else mean
     pooling, not normalised; favor.json may override both;
@@ -19,7 +26,10 @@ model_folder.cc; docs/models.md "Hugging Face folders"):
 
 A student is written as the teacher's folder with its weights (under the
 same names, the task prefix and head kept) and a favor.json naming the
-student's attention, which favor-server already reads.
+student's attention, which favor-server already reads. A rotary student's
+favor.json also lifts the length limit to Favor's own (2^20 tokens, as the
+default model's): rotary has no table to run out of, and FAVOR+ reads such
+lengths in linear time; the teacher's limit was its exact attention's.
 """
 
 import json
@@ -41,7 +51,15 @@ FAVOR_ONLY_FIELDS = (
     "normalize", "tokenizer", "position_ids", "feed_forward", "linear_bias",
     "local_attention_window", "global_attention_every_n_layers",
     "local_rotary_base", "first_layer_attention_norm")
-MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
+MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "nomic_bert")
+# Favor's own limit for models without a position table (model_config.h).
+ROTARY_MAX_SEQUENCE_LENGTH = 1 << 20
+# The activations nomic_bert.cc maps: name -> (gated, F.gelu's approximate
+# or "silu").
+NOMIC_ACTIVATIONS = {"swiglu": (True, "silu"), "geglu": (True, "none"),
+                     "gelu": (False, "none"), "gelu_new": (False, "tanh"),
+                     "gelu_fast": (False, "tanh"),
+                     "gelu_pytorch_tanh": (False, "tanh")}
 OVERLAY = "favor.json"
 POOLING_MODES = (("pooling_mode_cls_token", "cls"), ("pooling_mode_mean_tokens", "mean"),
                  ("pooling_mode_max_tokens", "max"), ("pooling_mode_lasttoken", "last_token"))
@@ -69,8 +87,29 @@ class Folder:
         self.model_type = c.get("model_type")
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"model_type {self.model_type!r}: tools/distill reads "
-                             f"{', '.join(MODEL_TYPES)} folders (NomicBERT and "
-                             "ModernBERT are not done yet)")
+                             f"{', '.join(MODEL_TYPES)} folders (ModernBERT is "
+                             "not done yet)")
+        self.overlay = _read_json(os.path.join(path, OVERLAY), {})
+        self.pooling, self.normalize = "mean", False
+        self._read_sentence_transformers()
+        self.pooling = self.overlay.get("pooling", self.pooling)
+        self.normalize = self.overlay.get("normalize", self.normalize)
+        attention = self.overlay.get("attention", {})
+        for key, value in (("orthogonal", True), ("row_norm", "chi"),
+                           ("simplex", False), ("causal", False)):
+            if attention.get(key, value) != value:
+                raise ValueError(f"favor.json attention {key} {attention[key]!r}: "
+                                 f"only {value!r} is supported")
+        if self.model_type == "nomic_bert":
+            self._read_nomic(c, attention)
+        else:
+            self._read_bert(c, attention)
+        self.max_sequence_length = self.overlay.get("max_sequence_length",
+                                                    self.max_sequence_length)
+        self.config.max_sequence_length = self.max_sequence_length
+
+    def _read_bert(self, c, attention):
+        self.nomic = False
         for key, value in (("position_embedding_type", "absolute"),
                            ("is_decoder", False), ("add_cross_attention", False),
                            ("hidden_act", "gelu")):
@@ -82,27 +121,6 @@ class Folder:
         positions = c.get("max_position_embeddings", 512)
         self.max_sequence_length = (positions - self.pad_token_id - 1 if roberta
                                     else positions)
-        self.overlay = _read_json(os.path.join(path, OVERLAY), {})
-        self.max_sequence_length = self.overlay.get("max_sequence_length",
-                                                    self.max_sequence_length)
-        self.pooling, self.normalize = "mean", False
-        modules = _read_json(os.path.join(path, "modules.json"))
-        if modules is not None:
-            for module in modules:
-                kind = module.get("type", "").rsplit(".", 1)[-1]
-                if kind == "Normalize":
-                    self.normalize = True
-                if kind == "Pooling":
-                    pooling = _read_json(os.path.join(path, module.get("path", ""),
-                                                      "config.json"), {})
-                    chosen = [name for key, name in POOLING_MODES if pooling.get(key)]
-                    if len(chosen) != 1:
-                        raise ValueError(f"{path}: pooling {pooling} is not one "
-                                         "that Favor runs")
-                    self.pooling = chosen[0]
-        self.pooling = self.overlay.get("pooling", self.pooling)
-        self.normalize = self.overlay.get("normalize", self.normalize)
-        attention = self.overlay.get("attention", {})
         self.config = favor_model.Config(
             vocab_size=c.get("vocab_size", 30522), hidden_size=c.get("hidden_size", 768),
             num_hidden_layers=c.get("num_hidden_layers", 12),
@@ -116,21 +134,120 @@ class Folder:
             feature_epsilon=attention.get("feature_epsilon", 1e-4),
             position_embedding_type="absolute",
             max_sequence_length=self.max_sequence_length)
-        for key, value in (("orthogonal", True), ("row_norm", "chi"),
-                           ("simplex", False), ("causal", False)):
-            if attention.get(key, value) != value:
-                raise ValueError(f"favor.json attention {key} {attention[key]!r}: "
-                                 f"only {value!r} is supported")
         self.config.max_position_embeddings = positions
+
+    def _read_nomic(self, c, attention):
+        """NomicBertConfig's fields as nomic_bert.cc reads them (GPT-2's
+        names, nomic's defaults); what it refuses, refused here too."""
+        self.nomic = True
+        self.after_padding = False
+        for key, value in (("prenorm", False), ("parallel_block", False),
+                           ("use_rms_norm", False), ("causal", False),
+                           ("rotary_emb_interleaved", False),
+                           ("rotary_emb_scale_base", None),
+                           ("rotary_scaling_factor", None),
+                           ("rotary_emb_fraction", 1)):
+            if c.get(key, value) != value:
+                raise ValueError(f"{key} {c[key]!r}: only {value!r} is supported"
+                                 + (" (a learned position table is not read yet)"
+                                    if key == "rotary_emb_fraction" else ""))
+        act = c.get("activation_function", "gelu_new")
+        if act not in NOMIC_ACTIVATIONS:
+            raise ValueError(f"activation_function {act!r}: only "
+                             f"{', '.join(NOMIC_ACTIVATIONS)} are supported")
+        self.gated, self.activation = NOMIC_ACTIVATIONS[act]
+        biases = {c.get(k, True) for k in ("qkv_proj_bias", "mlp_fc1_bias", "mlp_fc2_bias")}
+        if len(biases) != 1:
+            raise ValueError("qkv_proj_bias, mlp_fc1_bias and mlp_fc2_bias differ; "
+                             "Favor runs biases in all linear layers or in none")
+        self.bias = biases.pop()
+        h = c.get("n_embd", 768)
+        multiple = c.get("pad_vocab_size_multiple", 1)
+        vocab = c.get("vocab_size", 50257)
+        fallback = (8 * h // 3 + 255) // 256 * 256 if self.gated else 4 * h
+        self.pad_token_id = c.get("pad_token_id", 0)
+        self.max_sequence_length = c.get("max_trained_positions", 2048)
+        self.config = favor_model.Config(
+            vocab_size=(vocab + multiple - 1) // multiple * multiple, hidden_size=h,
+            num_hidden_layers=c.get("n_layer", 12),
+            num_attention_heads=c.get("n_head", 12),
+            intermediate_size=c.get("n_inner") or fallback,
+            layer_norm_eps=c.get("layer_norm_epsilon", 1e-5),
+            rotary_base=float(c.get("rotary_emb_base", 10000)),
+            type_vocab_size=c.get("type_vocab_size", 2),
+            kernel=attention.get("kernel", "softmax"),
+            num_random_features=attention.get("num_random_features", 256),
+            projection_seed=attention.get("projection_seed", 0),
+            feature_epsilon=attention.get("feature_epsilon", 1e-4),
+            position_embedding_type="rotary",
+            max_sequence_length=self.max_sequence_length)
+
+    def _read_sentence_transformers(self):
+        modules = _read_json(os.path.join(self.path, "modules.json"))
+        for module in modules or ():
+            kind = module.get("type", "").rsplit(".", 1)[-1]
+            if kind == "Normalize":
+                self.normalize = True
+            if kind == "Pooling":
+                pooling = _read_json(os.path.join(self.path, module.get("path", ""),
+                                                  "config.json"), {})
+                chosen = [name for key, name in POOLING_MODES if pooling.get(key)]
+                if len(chosen) != 1:
+                    raise ValueError(f"{self.path}: pooling {pooling} is not one "
+                                     "that Favor runs")
+                self.pooling = chosen[0]
 
     def tokenizer_files(self):
         return [n for n in ("tokenizer.json", "vocab.txt") if
                 os.path.exists(os.path.join(self.path, n))]
 
 
+class NomicLayer(nn.Module):
+    """NomicBertBlock (post-norm) under nomic's names, with the attention of
+    model.py (the server's kernels and projection draw)."""
+
+    def __init__(self, folder, index):
+        super().__init__()
+        config = self.config = folder.config
+        h, inner, bias = config.hidden_size, config.intermediate_size, folder.bias
+        self.gated, self.activation = folder.gated, folder.activation
+        self.attn = nn.Module()
+        self.attn.Wqkv = nn.Linear(h, 3 * h, bias=bias)
+        self.attn.out_proj = nn.Linear(h, h, bias=bias)
+        self.mlp = nn.Module()
+        if self.gated:
+            self.mlp.fc11 = nn.Linear(h, inner, bias=bias)
+            self.mlp.fc12 = nn.Linear(h, inner, bias=bias)
+        else:
+            self.mlp.fc1 = nn.Linear(h, inner, bias=bias)
+        self.mlp.fc2 = nn.Linear(inner, h, bias=bias)
+        self.norm1 = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.norm2 = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.register_buffer("w", favor_model.projection(config, index), persistent=False)
+
+    def forward(self, x, keep, cos, sin):
+        c = self.config
+        b, length, _ = x.shape
+        # Wqkv's rows are (three, heads, head_dim): query, key, value.
+        qkv = self.attn.Wqkv(x).view(b, length, 3, c.num_attention_heads, c.head_dim)
+        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+        q, k = favor_model.rotate(q, cos, sin), favor_model.rotate(k, cos, sin)
+        a = favor_model.attend(c, q, k, v, self.w, keep).transpose(1, 2)
+        a = a.reshape(b, length, c.hidden_size).to(x.dtype)
+        h = self.norm1(self.attn.out_proj(a) + x)
+        if self.gated:
+            up = self.mlp.fc12(h)
+            up = F.silu(up) if self.activation == "silu" else F.gelu(up)
+            y = self.mlp.fc11(h) * up
+        else:
+            y = F.gelu(self.mlp.fc1(h), approximate=self.activation)
+        return self.norm2(self.mlp.fc2(y) + h)
+
+
 class Encoder(nn.Module):
-    """The base model under BERT's names; forward_all as model.Encoder's
-    (pooled: the folder's pooling, L2-normalised, for the objective)."""
+    """The base model under the folder's names; forward_all as
+    model.Encoder's (pooled: the folder's pooling, L2-normalised, for the
+    objective)."""
 
     def __init__(self, folder):
         super().__init__()
@@ -139,10 +256,18 @@ class Encoder(nn.Module):
         h = config.hidden_size
         self.embeddings = nn.Module()
         self.embeddings.word_embeddings = nn.Embedding(config.vocab_size, h)
+        self.encoder = nn.Module()
+        if folder.nomic:
+            if config.type_vocab_size > 0:
+                self.embeddings.token_type_embeddings = nn.Embedding(
+                    config.type_vocab_size, h)
+            self.emb_ln = nn.LayerNorm(h, eps=config.layer_norm_eps)
+            self.encoder.layers = nn.ModuleList(
+                NomicLayer(folder, i) for i in range(config.num_hidden_layers))
+            return
         self.embeddings.position_embeddings = nn.Embedding(config.max_position_embeddings, h)
         self.embeddings.token_type_embeddings = nn.Embedding(config.type_vocab_size, h)
         self.embeddings.LayerNorm = nn.LayerNorm(h, eps=config.layer_norm_eps)
-        self.encoder = nn.Module()
         self.encoder.layer = nn.ModuleList(
             favor_model.Layer(config, i) for i in range(config.num_hidden_layers))
 
@@ -154,6 +279,8 @@ class Encoder(nn.Module):
         return torch.cumsum(real, 1) * real + pad
 
     def forward_all(self, ids, keep):
+        if self.folder.nomic:
+            return self._forward_nomic(ids, keep)
         e = self.embeddings
         x = e.LayerNorm(e.word_embeddings(ids) +
                         e.position_embeddings(self.position_ids(ids, keep)) +
@@ -161,6 +288,20 @@ class Encoder(nn.Module):
         hidden = [x]
         for layer in self.encoder.layer:
             x = layer(x, keep, None, None)
+            hidden.append(x)
+        return F.normalize(self.pool(x, keep), dim=-1, eps=1e-12), hidden
+
+    def _forward_nomic(self, ids, keep):
+        e, c = self.embeddings, self.config
+        x = e.word_embeddings(ids)
+        if c.type_vocab_size > 0:
+            x = x + e.token_type_embeddings.weight[0]
+        x = self.emb_ln(x)
+        cos, sin = favor_model.rotary_tables(ids.shape[1], c.head_dim, c.rotary_base)
+        cos, sin = cos.to(ids.device), sin.to(ids.device)
+        hidden = [x]
+        for layer in self.encoder.layers:
+            x = layer(x, keep, cos, sin)
             hidden.append(x)
         return F.normalize(self.pool(x, keep), dim=-1, eps=1e-12), hidden
 
@@ -196,7 +337,7 @@ def _split(state):
     for name, tensor in state.items():
         rest = name[len(prefix):] if name.startswith(prefix) else None
         if rest is not None and rest != "embeddings.position_ids" and \
-                rest.split(".")[0] in ("embeddings", "encoder"):
+                rest.split(".")[0] in ("embeddings", "encoder", "emb_ln"):
             base[rest] = tensor.float()
         elif name != prefix + "embeddings.position_ids":
             # pooler, a task head: written back unchanged; the position_ids
@@ -249,6 +390,9 @@ def write(student, teacher_path, output, attention, version, extras, dtype):
                                         state, dtype)
     overlay = dict(student.folder.overlay, version=version,
                    attention=dict(attention, orthogonal=True, row_norm="chi"))
+    if student.config.position_embedding_type == "rotary":
+        overlay["max_sequence_length"] = max(student.folder.max_sequence_length,
+                                             ROTARY_MAX_SEQUENCE_LENGTH)
     with open(os.path.join(output, OVERLAY), "w", encoding="utf-8") as f:
         json.dump(overlay, f, indent=1)
         f.write("\n")

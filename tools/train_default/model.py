@@ -212,6 +212,16 @@ def softmax_attention(q, k, v, keep):
         return torch.softmax(scores, -1) @ v
 
 
+def attend(config, q, k, v, w, keep):
+    """config.kernel's attention of (B, H, L, d) heads: softmax, FAVOR+ or
+    FAVOR++ with the projection w (the layer's draw)."""
+    if config.kernel == "softmax":
+        return softmax_attention(q, k, v, keep)
+    if config.kernel == "favor++":
+        return favor_plus_plus(q, k, v, w, keep, config.feature_epsilon)
+    return favor_plus(q, k, v, w, keep, config.feature_epsilon)
+
+
 class SelfAttention(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -246,13 +256,8 @@ class Layer(nn.Module):
         q, k, v = heads(s.query(x)), heads(s.key(x)), heads(s.value(x))
         if cos is not None:
             q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        if c.kernel == "softmax":
-            a = softmax_attention(q, k, v, keep)
-        elif c.kernel == "favor++":
-            a = favor_plus_plus(q, k, v, self.w, keep, c.feature_epsilon)
-        else:
-            a = favor_plus(q, k, v, self.w, keep, c.feature_epsilon)
-        a = a.transpose(1, 2).reshape(b, length, c.hidden_size).to(x.dtype)
+        a = attend(c, q, k, v, self.w, keep).transpose(1, 2)
+        a = a.reshape(b, length, c.hidden_size).to(x.dtype)
         x = self.attention.output.LayerNorm(x + self.attention.output.dense(a))
         y = self.output.dense(F.gelu(self.intermediate.dense(x)))
         return self.output.LayerNorm(x + y)

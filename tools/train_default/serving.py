@@ -61,6 +61,13 @@ class Server:
                     {"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=600) as answer:
                     return [d["embedding"] for d in json.load(answer)["data"]]
+            except urllib.error.HTTPError as error:
+                # The server answered: a refusal is final (only "not ready
+                # yet", 503, is worth asking again).
+                if error.code != 503 or time.time() > deadline:
+                    raise RuntimeError(f"favor-server answered {error.code}: "
+                                       f"{error.read().decode(errors='replace')}")
+                time.sleep(0.2)
             except (ConnectionError, urllib.error.URLError):
                 if self.process.poll() is not None:
                     raise RuntimeError("favor-server exited: " + self.process.stderr.read())
