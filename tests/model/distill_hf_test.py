@@ -15,7 +15,12 @@ vocab.txt written here), served with softmax attention:
   - "nomic_bert": NomicBertModel as nomic-embed-text lays it out (rotary,
     one fused Wqkv, SwiGLU, no linear biases, the vocabulary padded to a
     multiple of 8), trained at 32 tokens: the teacher is served (and
-    compared) up to its max_trained_positions, the student past it.
+    compared) up to its max_trained_positions, the student past it;
+  - "modernbert": ModernBertForMaskedLM (weights under "model.", its head)
+    in gte-modernbert's form (pre-norm, no biases, GeGLU from one Wi, two
+    rotary bases, global layers 0 and 3, the others local with a window of
+    8), 32 positions: the student's global layers are FAVOR+, its local
+    ones stay exact; served past the teacher's length.
 Checks, for each:
   1. distillation lowers the objective on held-out texts by a tenth or more
      and brings the student's embeddings nearer the teacher's than the swap
@@ -49,6 +54,7 @@ import hf_reference  # noqa: E402
 import serving  # noqa: E402
 import tokens  # noqa: E402
 from hf import bert  # noqa: E402
+from hf import modernbert  # noqa: E402
 from hf import nomic_bert  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -84,6 +90,22 @@ CASES = {
                    "qkv_proj_bias": False, "mlp_fc1_bias": False,
                    "mlp_fc2_bias": False, "type_vocab_size": 2, "pad_token_id": 0},
         "class": "NomicBertModel", "prefix": "",
+        "sentence_transformers": {"pooling": "mean", "normalize": True},
+        "teacher_limit": 32,
+    },
+    "modernbert": {
+        "module": modernbert,
+        "config": {"model_type": "modernbert", "hidden_size": 32,
+                   "num_attention_heads": 4, "num_hidden_layers": 4,
+                   "intermediate_size": 40, "max_position_embeddings": 32,
+                   "hidden_activation": "gelu", "norm_eps": 1e-5, "norm_bias": False,
+                   "attention_bias": False, "mlp_bias": False,
+                   "global_attn_every_n_layers": 3, "local_attention": 8,
+                   "global_rope_theta": 160000.0, "local_rope_theta": 10000.0,
+                   "pad_token_id": 0},
+        "class": "ModernBertForMaskedLM", "prefix": "model.",
+        "head": {"head.dense.weight": (32, 32), "head.norm.weight": (32,),
+                 "decoder.bias": (16,)},
         "sentence_transformers": {"pooling": "mean", "normalize": True},
         "teacher_limit": 32,
     },

@@ -6,7 +6,8 @@
         --data build/train-default/data --steps 1000
 
 (`make distill` runs this.) The teacher is a Favor model folder or a
-Hugging Face BERT, RoBERTa, XLM-RoBERTa or NomicBERT folder (hf_folder.py: the student
+Hugging Face BERT, RoBERTa, XLM-RoBERTa, NomicBERT or ModernBERT folder
+(hf_folder.py: the student
 is then written as the teacher's folder with a favor.json naming its
 attention, and its card as DISTILLED.md). The student starts from the teacher's weights
 with its attention swapped for the kernel favor-server will run (--kernel,

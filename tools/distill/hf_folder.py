@@ -19,6 +19,15 @@ folders"):
     fc2(fc11(x) · act(fc12(x))) for SwiGLU / GeGLU, else fc2(act(fc1(x)));
     norm1, norm2), biases where the file has them, the same attention
     functions; the server's limit is max_trained_positions;
+  - ModernBERT: tok_embeddings, then embeddings.norm; pre-norm layers under
+    its names (layer 0 without attn_norm; one fused Wqkv; rotary with the
+    global base on global layers and the local base on the others; global
+    layers every global_attn_every_n_layers from layer 0 take the student's
+    kernel, the local ones stay exact softmax within local_attention / 2
+    positions under any kernel, as modernbert.cc; Wo; mlp_norm, then
+    Wo(act(Wi₁ x) · Wi₂ x)); final_norm; norms and linears with biases
+    where norm_bias / attention_bias say; the limit is
+    max_position_embeddings;
   - the pooling and normalisation of sentence-transformers' files
     (1_Pooling/config.json, a Normalize module in modules.json), else mean
     pooling, not normalised; favor.json may override both;
@@ -33,6 +42,7 @@ lengths in linear time; the teacher's limit was its exact attention's.
 """
 
 import json
+import math
 import os
 import shutil
 
@@ -51,7 +61,7 @@ FAVOR_ONLY_FIELDS = (
     "normalize", "tokenizer", "position_ids", "feed_forward", "linear_bias",
     "local_attention_window", "global_attention_every_n_layers",
     "local_rotary_base", "first_layer_attention_norm")
-MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "nomic_bert")
+MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "nomic_bert", "modernbert")
 # Favor's own limit for models without a position table (model_config.h).
 ROTARY_MAX_SEQUENCE_LENGTH = 1 << 20
 # The activations nomic_bert.cc maps: name -> (gated, F.gelu's approximate
@@ -60,6 +70,9 @@ NOMIC_ACTIVATIONS = {"swiglu": (True, "silu"), "geglu": (True, "none"),
                      "gelu": (False, "none"), "gelu_new": (False, "tanh"),
                      "gelu_fast": (False, "tanh"),
                      "gelu_pytorch_tanh": (False, "tanh")}
+# ModernBERT's hidden_activation -> F.gelu's approximate, or "silu".
+MODERNBERT_ACTIVATIONS = {"gelu": "none", "gelu_new": "tanh",
+                          "gelu_pytorch_tanh": "tanh", "silu": "silu", "swish": "silu"}
 OVERLAY = "favor.json"
 POOLING_MODES = (("pooling_mode_cls_token", "cls"), ("pooling_mode_mean_tokens", "mean"),
                  ("pooling_mode_max_tokens", "max"), ("pooling_mode_lasttoken", "last_token"))
@@ -87,8 +100,7 @@ class Folder:
         self.model_type = c.get("model_type")
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"model_type {self.model_type!r}: tools/distill reads "
-                             f"{', '.join(MODEL_TYPES)} folders (ModernBERT is "
-                             "not done yet)")
+                             f"{', '.join(MODEL_TYPES)} folders")
         self.overlay = _read_json(os.path.join(path, OVERLAY), {})
         self.pooling, self.normalize = "mean", False
         self._read_sentence_transformers()
@@ -102,6 +114,8 @@ class Folder:
                                  f"only {value!r} is supported")
         if self.model_type == "nomic_bert":
             self._read_nomic(c, attention)
+        elif self.model_type == "modernbert":
+            self._read_modernbert(c, attention)
         else:
             self._read_bert(c, attention)
         self.max_sequence_length = self.overlay.get("max_sequence_length",
@@ -109,7 +123,7 @@ class Folder:
         self.config.max_sequence_length = self.max_sequence_length
 
     def _read_bert(self, c, attention):
-        self.nomic = False
+        self.architecture = "bert"
         for key, value in (("position_embedding_type", "absolute"),
                            ("is_decoder", False), ("add_cross_attention", False),
                            ("hidden_act", "gelu")):
@@ -139,7 +153,7 @@ class Folder:
     def _read_nomic(self, c, attention):
         """NomicBertConfig's fields as nomic_bert.cc reads them (GPT-2's
         names, nomic's defaults); what it refuses, refused here too."""
-        self.nomic = True
+        self.architecture = "nomic"
         self.after_padding = False
         for key, value in (("prenorm", False), ("parallel_block", False),
                            ("use_rms_norm", False), ("causal", False),
@@ -175,6 +189,61 @@ class Folder:
             layer_norm_eps=c.get("layer_norm_epsilon", 1e-5),
             rotary_base=float(c.get("rotary_emb_base", 10000)),
             type_vocab_size=c.get("type_vocab_size", 2),
+            kernel=attention.get("kernel", "softmax"),
+            num_random_features=attention.get("num_random_features", 256),
+            projection_seed=attention.get("projection_seed", 0),
+            feature_epsilon=attention.get("feature_epsilon", 1e-4),
+            position_embedding_type="rotary",
+            max_sequence_length=self.max_sequence_length)
+
+    def _read_modernbert(self, c, attention):
+        """ModernBertConfig's fields as modernbert.cc reads them."""
+        self.architecture = "modernbert"
+        self.after_padding = False
+        act = c.get("hidden_activation", "gelu")
+        if act not in MODERNBERT_ACTIVATIONS:
+            raise ValueError(f"hidden_activation {act!r}: only "
+                             f"{', '.join(MODERNBERT_ACTIVATIONS)} are supported")
+        self.activation = MODERNBERT_ACTIVATIONS[act]
+        if c.get("rope_scaling") is not None:
+            raise ValueError("rope_scaling: only rotary with a fixed base is supported")
+        if c.get("attention_bias", False) != c.get("mlp_bias", False):
+            raise ValueError("attention_bias differs from mlp_bias; Favor runs "
+                             "biases in all linear layers or in none")
+        self.bias = c.get("attention_bias", False)
+        self.norm_bias = c.get("norm_bias", False)
+        layers = c.get("num_hidden_layers", 22)
+        self.global_every = c.get("global_attn_every_n_layers", 3)
+        if self.global_every < 1:
+            raise ValueError("global_attn_every_n_layers must be at least 1")
+        types = c.get("layer_types")
+        if types:
+            expected = ["full_attention" if i % self.global_every == 0
+                        else "sliding_attention" for i in range(layers)]
+            if types != expected:
+                raise ValueError(f"layer_types {types}: Favor runs full attention "
+                                 f"every {self.global_every} layers from layer 0")
+        self.window = c.get("local_attention", 128)
+        rope = c.get("rope_parameters") or {}
+
+        def theta(kind, legacy, fallback):
+            params = rope.get(kind) or {}
+            if params.get("rope_type", "default") != "default":
+                raise ValueError(f"rope_parameters {kind}: only rotary with a "
+                                 "fixed base is supported")
+            return float(params.get("rope_theta", c.get(legacy, fallback)))
+
+        self.local_rotary_base = theta("sliding_attention", "local_rope_theta", 10000.0)
+        self.pad_token_id = c.get("pad_token_id", 50283)
+        self.max_sequence_length = c.get("max_position_embeddings", 8192)
+        self.config = favor_model.Config(
+            vocab_size=c.get("vocab_size", 50368), hidden_size=c.get("hidden_size", 768),
+            num_hidden_layers=layers,
+            num_attention_heads=c.get("num_attention_heads", 12),
+            intermediate_size=c.get("intermediate_size", 1152),
+            layer_norm_eps=c.get("norm_eps", 1e-5),
+            rotary_base=theta("full_attention", "global_rope_theta", 160000.0),
+            type_vocab_size=0,
             kernel=attention.get("kernel", "softmax"),
             num_random_features=attention.get("num_random_features", 256),
             projection_seed=attention.get("projection_seed", 0),
@@ -244,6 +313,76 @@ class NomicLayer(nn.Module):
         return self.norm2(self.mlp.fc2(y) + h)
 
 
+class Norm(nn.Module):
+    """LayerNorm with or without a bias (ModernBERT's have none; this
+    torch's nn.LayerNorm always has one)."""
+
+    def __init__(self, size, eps, bias):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(size))
+        self.bias = nn.Parameter(torch.zeros(size)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+
+
+class ModernBertLayer(nn.Module):
+    """ModernBertEncoderLayer (pre-norm) under its names; global layers take
+    the configured kernel, local ones exact softmax within the window."""
+
+    def __init__(self, folder, index):
+        super().__init__()
+        config = self.config = folder.config
+        h, inner, bias = config.hidden_size, config.intermediate_size, folder.bias
+        self.activation = folder.activation
+        self.is_global = index % folder.global_every == 0
+        self.half_window = folder.window // 2
+        if index > 0:
+            self.attn_norm = Norm(h, config.layer_norm_eps, folder.norm_bias)
+        self.attn = nn.Module()
+        self.attn.Wqkv = nn.Linear(h, 3 * h, bias=bias)
+        self.attn.Wo = nn.Linear(h, h, bias=bias)
+        self.mlp_norm = Norm(h, config.layer_norm_eps, folder.norm_bias)
+        self.mlp = nn.Module()
+        self.mlp.Wi = nn.Linear(h, 2 * inner, bias=bias)
+        self.mlp.Wo = nn.Linear(inner, h, bias=bias)
+        self.register_buffer("w", favor_model.projection(config, index), persistent=False)
+
+    def forward(self, x, keep, tables):
+        c = self.config
+        b, length, _ = x.shape
+        normed = self.attn_norm(x) if hasattr(self, "attn_norm") else x
+        qkv = self.attn.Wqkv(normed).view(b, length, 3, c.num_attention_heads, c.head_dim)
+        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+        cos, sin = tables["global" if self.is_global else "local"]
+        q, k = favor_model.rotate(q, cos, sin), favor_model.rotate(k, cos, sin)
+        if self.is_global:
+            a = favor_model.attend(c, q, k, v, self.w, keep)
+        else:
+            a = self.local_attention(q, k, v, keep)
+        a = a.transpose(1, 2).reshape(b, length, c.hidden_size).to(x.dtype)
+        x = x + self.attn.Wo(a)
+        inner, gate = self.mlp.Wi(self.mlp_norm(x)).chunk(2, dim=-1)
+        inner = (F.silu(inner) if self.activation == "silu"
+                 else F.gelu(inner, approximate=self.activation))
+        return x + self.mlp.Wo(inner * gate)
+
+
+    def local_attention(self, q, k, v, keep):
+        """Exact softmax over the kept keys within half the window of each
+        query, in float32; a padding row attends to itself (it has perhaps
+        no kept key near it), so that no NaN reaches the sums that mask it."""
+        with torch.autocast(q.device.type, enabled=False):
+            q, k, v = q.float(), k.float(), v.float()
+            rows = torch.arange(q.shape[-2], device=q.device)
+            near = (rows[:, None] - rows[None, :]).abs() <= self.half_window
+            allowed = (keep[:, None, None, :] & near) | torch.eye(
+                len(rows), dtype=torch.bool, device=q.device)
+            scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+            return torch.softmax(scores.masked_fill(~allowed, -math.inf), -1) @ v
+
+
 class Encoder(nn.Module):
     """The base model under the folder's names; forward_all as
     model.Encoder's (pooled: the folder's pooling, L2-normalised, for the
@@ -255,9 +394,16 @@ class Encoder(nn.Module):
         config = self.config = folder.config
         h = config.hidden_size
         self.embeddings = nn.Module()
+        if folder.architecture == "modernbert":
+            self.embeddings.tok_embeddings = nn.Embedding(config.vocab_size, h)
+            self.embeddings.norm = Norm(h, config.layer_norm_eps, folder.norm_bias)
+            self.layers = nn.ModuleList(
+                ModernBertLayer(folder, i) for i in range(config.num_hidden_layers))
+            self.final_norm = Norm(h, config.layer_norm_eps, folder.norm_bias)
+            return
         self.embeddings.word_embeddings = nn.Embedding(config.vocab_size, h)
         self.encoder = nn.Module()
-        if folder.nomic:
+        if folder.architecture == "nomic":
             if config.type_vocab_size > 0:
                 self.embeddings.token_type_embeddings = nn.Embedding(
                     config.type_vocab_size, h)
@@ -279,8 +425,10 @@ class Encoder(nn.Module):
         return torch.cumsum(real, 1) * real + pad
 
     def forward_all(self, ids, keep):
-        if self.folder.nomic:
+        if self.folder.architecture == "nomic":
             return self._forward_nomic(ids, keep)
+        if self.folder.architecture == "modernbert":
+            return self._forward_modernbert(ids, keep)
         e = self.embeddings
         x = e.LayerNorm(e.word_embeddings(ids) +
                         e.position_embeddings(self.position_ids(ids, keep)) +
@@ -304,6 +452,23 @@ class Encoder(nn.Module):
             x = layer(x, keep, cos, sin)
             hidden.append(x)
         return F.normalize(self.pool(x, keep), dim=-1, eps=1e-12), hidden
+
+    def _forward_modernbert(self, ids, keep):
+        """hidden: the embeddings, each layer's output, the last one after
+        final_norm (what is pooled)."""
+        e, c = self.embeddings, self.config
+        x = e.norm(e.tok_embeddings(ids))
+        tables = {}
+        for name, base in (("global", c.rotary_base),
+                           ("local", self.folder.local_rotary_base)):
+            cos, sin = favor_model.rotary_tables(ids.shape[1], c.head_dim, base)
+            tables[name] = (cos.to(ids.device), sin.to(ids.device))
+        hidden = [x]
+        for layer in self.layers:
+            x = layer(x, keep, tables)
+            hidden.append(x)
+        hidden[-1] = self.final_norm(x)
+        return F.normalize(self.pool(hidden[-1], keep), dim=-1, eps=1e-12), hidden
 
     def forward(self, ids, keep):
         return self.forward_all(ids, keep)[0]
@@ -329,15 +494,17 @@ class Encoder(nn.Module):
 
 def _split(state):
     """(prefix, the base model's tensors without it, everything else)."""
-    words = [n for n in state if n.endswith("embeddings.word_embeddings.weight")]
+    tables = ("embeddings.word_embeddings.weight", "embeddings.tok_embeddings.weight")
+    words = [n for n in state if n.endswith(tables)]
     if len(words) != 1:
         raise ValueError(f"model.safetensors has {len(words)} word embedding tables")
-    prefix = words[0][:-len("embeddings.word_embeddings.weight")]
+    prefix = words[0][:-len(next(t for t in tables if words[0].endswith(t)))]
     base, extras = {}, {}
     for name, tensor in state.items():
         rest = name[len(prefix):] if name.startswith(prefix) else None
         if rest is not None and rest != "embeddings.position_ids" and \
-                rest.split(".")[0] in ("embeddings", "encoder", "emb_ln"):
+                rest.split(".")[0] in ("embeddings", "encoder", "emb_ln", "layers",
+                                       "final_norm"):
             base[rest] = tensor.float()
         elif name != prefix + "embeddings.position_ids":
             # pooler, a task head: written back unchanged; the position_ids
