@@ -144,10 +144,13 @@ transfer-study: train-data
 # Distillation (tools/distill; models/README.md): a softmax teacher's
 # weights with the attention swapped, trained to reproduce its hidden
 # states and embeddings; the teacher a Favor folder or a Hugging Face
-# BERT / RoBERTa / XLM-R folder (the student: the same layout plus a
-# favor.json naming its attention). Resumable: the same command with
-# DISTILL_FLAGS=--resume continues from $(DISTILL_OUTPUT).work/checkpoint.pt.
-DISTILL_TEACHER ?= $(TRANSFER_DIR)/softmax
+# BERT / RoBERTa / XLM-R / NomicBERT / ModernBERT folder (the student: the
+# same layout plus a favor.json naming its attention). Resumable: the same
+# command with DISTILL_FLAGS=--resume continues from
+# $(DISTILL_OUTPUT).work/checkpoint.pt. The default teacher is the softmax
+# twin of the default model (models/softmax-teacher, docs/models.md), or
+# where a checkout lacks it, the one transfer-study's training writes.
+DISTILL_TEACHER ?= $(if $(wildcard models/softmax-teacher/model.safetensors),models/softmax-teacher,$(TRANSFER_DIR)/softmax)
 DISTILL_OUTPUT ?= $(BUILD_DIR)/distilled
 DISTILL_DATA ?= $(TRAIN_DIR)/data
 DISTILL_STEPS ?= 1000
