@@ -78,6 +78,15 @@ POOLING_MODES = (("pooling_mode_cls_token", "cls"), ("pooling_mode_mean_tokens",
                  ("pooling_mode_max_tokens", "max"), ("pooling_mode_lasttoken", "last_token"))
 
 
+def _attention_fields(attention):
+    """model.Config's attention fields from favor.json's "attention"
+    (softmax, as trained, when it names none)."""
+    return {"kernel": attention.get("kernel", "softmax"),
+            "num_random_features": attention.get("num_random_features", 256),
+            "projection_seed": attention.get("projection_seed", 0),
+            "feature_epsilon": attention.get("feature_epsilon", 1e-4)}
+
+
 def is_hugging_face(config_json):
     return "model_type" in config_json and not any(
         field in config_json for field in FAVOR_ONLY_FIELDS)
@@ -142,10 +151,7 @@ class Folder:
             intermediate_size=c.get("intermediate_size", 3072),
             layer_norm_eps=c.get("layer_norm_eps", 1e-12),
             type_vocab_size=c.get("type_vocab_size", 2),
-            kernel=attention.get("kernel", "softmax"),
-            num_random_features=attention.get("num_random_features", 256),
-            projection_seed=attention.get("projection_seed", 0),
-            feature_epsilon=attention.get("feature_epsilon", 1e-4),
+            **_attention_fields(attention),
             position_embedding_type="absolute",
             max_sequence_length=self.max_sequence_length)
         self.config.max_position_embeddings = positions
@@ -189,10 +195,7 @@ class Folder:
             layer_norm_eps=c.get("layer_norm_epsilon", 1e-5),
             rotary_base=float(c.get("rotary_emb_base", 10000)),
             type_vocab_size=c.get("type_vocab_size", 2),
-            kernel=attention.get("kernel", "softmax"),
-            num_random_features=attention.get("num_random_features", 256),
-            projection_seed=attention.get("projection_seed", 0),
-            feature_epsilon=attention.get("feature_epsilon", 1e-4),
+            **_attention_fields(attention),
             position_embedding_type="rotary",
             max_sequence_length=self.max_sequence_length)
 
@@ -244,10 +247,7 @@ class Folder:
             layer_norm_eps=c.get("norm_eps", 1e-5),
             rotary_base=theta("full_attention", "global_rope_theta", 160000.0),
             type_vocab_size=0,
-            kernel=attention.get("kernel", "softmax"),
-            num_random_features=attention.get("num_random_features", 256),
-            projection_seed=attention.get("projection_seed", 0),
-            feature_epsilon=attention.get("feature_epsilon", 1e-4),
+            **_attention_fields(attention),
             position_embedding_type="rotary",
             max_sequence_length=self.max_sequence_length)
 
