@@ -45,11 +45,14 @@ import tokens  # noqa: E402
 SPECIAL = {101, 102}  # [CLS], [SEP]
 
 
-def load_sets(data_dir, favor_model, model_dir):
+SETS = (("debian", 2000), ("wordnet_example", None), ("wordnet_lemma", 2000),
+        ("man_long", None))
+
+
+def load_sets(data_dir, favor_model, model_dir, names):
     """{set: (queries, documents, relevant document index per query)}."""
     sets = {}
-    for name, limit in (("debian", 2000), ("wordnet_example", None),
-                        ("wordnet_lemma", 2000), ("man_long", None)):
+    for name, limit in [(n, limit) for n, limit in SETS if n in names]:
         rows = data.read(os.path.join(data_dir, f"{name}_test.jsonl"))[:limit]
         documents, index = [], {}
         for r in rows:  # one document per distinct text (WordNet repeats)
@@ -112,11 +115,14 @@ def cosine_to_reference(embeddings, reference):
 
 
 def run(args):
+    unknown = set(args.sets.split(",")) - {n for n, _ in SETS}
+    if unknown:
+        sys.exit(f"--sets: no set named {', '.join(sorted(unknown))}")
     labels = [spec.split("=", 1)[0] for spec in args.model]
     if args.reference is not None and args.reference not in labels:
         sys.exit(f"--reference {args.reference}: no --model has that label")
     first_model = args.model[0].split("=", 1)[1]
-    sets = load_sets(args.data, args.favor_model, first_model)
+    sets = load_sets(args.data, args.favor_model, first_model, args.sets.split(","))
     results = collections.OrderedDict()
     embedded = {}  # (set, label) -> queries and documents, one row per text
     for name, s in sets.items():
@@ -171,6 +177,8 @@ def main():
     parser.add_argument("--server-flag", action="append", default=[],
                         help="LABEL=--FLAG=VALUE: a favor-server flag for that "
                              "model's server (e.g. int8=--dtype=int8)")
+    parser.add_argument("--sets", default=",".join(n for n, _ in SETS),
+                        help="comma-separated held-out sets to run (default: all)")
     parser.add_argument("--reference", metavar="LABEL",
                         help="also report each model's cosine to this model's "
                              "embeddings of the same texts (mean, 5th percentile)")
