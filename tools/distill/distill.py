@@ -39,6 +39,7 @@ tokenizer, training.json and a README.md card) that favor-server serves.
 """
 
 import argparse
+import copy
 import datetime
 import glob
 import hashlib
@@ -120,10 +121,15 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint-every", type=int, default=100)
     p.add_argument("--resume", action="store_true",
                    help="continue from WORK/checkpoint.pt when it exists")
+    p.add_argument("--snapshot-at", default="",
+                   help="comma-separated steps at which to also write the student "
+                        "as it is then, to OUTPUT-atSTEP (e.g. the 30-minute point "
+                        "of a 60-minute run)")
     p.add_argument("--stop-at", type=int, default=0,
                    help="checkpoint and stop after this step, without writing")
     args = p.parse_args(argv)
     args.work = args.work or args.output.rstrip("/") + ".work"
+    args.snapshot_at = {int(x) for x in args.snapshot_at.split(",") if x.strip()}
     return args
 
 
@@ -476,6 +482,44 @@ def distill(args):
         print(f"resumed from {path} at step {state['step']}", file=sys.stderr)
     if swap is None:
         swap = held_out(student, teacher, held_ids, layers, args, device)
+    def write(trained, output, step, seconds):
+        """The student as a model folder at `output`, its card and
+        training.json, with the held-out figures of the weights as written."""
+        student = trained if device.type == "cpu" else copy.deepcopy(trained).cpu()
+        name = version if step == args.steps else f"{version}-at{step}"
+        if hugging_face:
+            hf_folder.write(student, args.teacher, output, config_json["attention"],
+                            name, extras, getattr(torch, args.dtype))
+        else:
+            state = {k: v.detach() for k, v in student.state_dict().items()}
+            state.update(extras)
+            export_state_dict.export(state, dict(config_json, version=name), output,
+                                     dtype=getattr(torch, args.dtype))
+            copy_tokenizer(args.teacher, output, teacher_json)
+        # Figures on the weights as written (float16 by default).
+        written = load_encoder(output).to(device)
+        after = held_out(written, teacher, held_ids, layers, args, device)
+        record = {"version": name, "teacher": os.path.abspath(args.teacher),
+                  "teacher_version": (hf_folder.Folder(args.teacher).overlay if hugging_face
+                                      else teacher_json).get(
+                      "version", os.path.basename(os.path.abspath(args.teacher))),
+                  "data": os.path.abspath(args.data), "steps_run": step,
+                  "seconds": round(seconds), "device": str(device),
+                  "held_out": {"swapped": swap, "distilled": after},
+                  "loss": {"first": history[0][2] if history else None,
+                           "last": history[-1][2] if history else None},
+                  "arguments": {k: getattr(args, k) for k in RESUME_KEYS + ("minutes", "dtype")},
+                  "history": history}
+        with open(os.path.join(output, "training.json"), "w") as f:
+            json.dump(record, f, indent=1)
+            f.write("\n")
+        write_card(args, output, record, len(train_ids), len(held_ids))
+        print(f"wrote {output} after {seconds / 60:.1f} min, {step} steps; "
+              f"loss {record['loss']['first']} -> {record['loss']['last']}; cosine to "
+              f"the teacher {swap.get('mean', float('nan')):.4f} -> "
+              f"{after.get('mean', float('nan')):.4f}", file=sys.stderr)
+        return record
+
     start = time.time() - before
     progress = Progress(args.steps, first)
     step = first - 1
@@ -504,6 +548,12 @@ def distill(args):
                 "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
                 "batches": batches.state(), "torch_rng": torch.get_rng_state(),
                 "arguments": {k: getattr(args, k) for k in RESUME_KEYS}})
+        if step in args.snapshot_at and step < args.steps:
+            # The snapshot's own time (writing, the held-out figures) is
+            # not training time.
+            began = time.time()
+            write(student, f"{args.output.rstrip('/')}-at{step}", step, began - start)
+            start += time.time() - began
         if stop:
             progress.close()
             print(f"stopped at step {step}; resume with --resume ({path})",
@@ -512,40 +562,7 @@ def distill(args):
         if out_of_time:
             break
     progress.close()
-    seconds = time.time() - start
-    student = student.cpu()
-    if hugging_face:
-        hf_folder.write(student, args.teacher, args.output, config_json["attention"],
-                        version, extras, getattr(torch, args.dtype))
-    else:
-        state = {k: v.detach() for k, v in student.state_dict().items()}
-        state.update(extras)
-        export_state_dict.export(state, config_json, args.output,
-                                 dtype=getattr(torch, args.dtype))
-        copy_tokenizer(args.teacher, args.output, teacher_json)
-    # Figures on the weights as written (float16 by default).
-    written = load_encoder(args.output).to(device)
-    after = held_out(written, teacher, held_ids, layers, args, device)
-    record = {"version": version, "teacher": os.path.abspath(args.teacher),
-              "teacher_version": (hf_folder.Folder(args.teacher).overlay if hugging_face
-                                  else teacher_json).get(
-                  "version", os.path.basename(os.path.abspath(args.teacher))),
-              "data": os.path.abspath(args.data), "steps_run": step,
-              "seconds": round(seconds), "device": str(device),
-              "held_out": {"swapped": swap, "distilled": after},
-              "loss": {"first": history[0][2] if history else None,
-                       "last": history[-1][2] if history else None},
-              "arguments": {k: getattr(args, k) for k in RESUME_KEYS + ("minutes", "dtype")},
-              "history": history}
-    with open(os.path.join(args.output, "training.json"), "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
-    write_card(args, record, len(train_ids), len(held_ids))
-    print(f"wrote {args.output} after {seconds / 60:.1f} min, {step} steps; "
-          f"loss {record['loss']['first']} -> {record['loss']['last']}; cosine to "
-          f"the teacher {swap.get('mean', float('nan')):.4f} -> "
-          f"{after.get('mean', float('nan')):.4f}", file=sys.stderr)
-    return record
+    return write(student, args.output, step, time.time() - start)
 
 
 def tokenizer_file(folder, config_json):
@@ -565,7 +582,7 @@ def copy_tokenizer(teacher, output, teacher_json):
             shutil.copy(os.path.join(teacher, file), os.path.join(output, file))
 
 
-def write_card(args, record, train_count, held_count):
+def write_card(args, output, record, train_count, held_count):
     swap, after = record["held_out"]["swapped"], record["held_out"]["distilled"]
 
     def cos(c):
@@ -597,8 +614,8 @@ def write_card(args, record, train_count, held_count):
         f"{loss(after)} |", "",
         "training.json has every step's loss and the full arguments.", ""]
     # A Hugging Face folder keeps its own README.md (the hub's card).
-    card = "DISTILLED.md" if hf_folder.is_hugging_face(read_config(args.output)) else "README.md"
-    with open(os.path.join(args.output, card), "w", encoding="utf-8") as f:
+    card = "DISTILLED.md" if hf_folder.is_hugging_face(read_config(output)) else "README.md"
+    with open(os.path.join(output, card), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
 
 
