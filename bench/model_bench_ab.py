@@ -29,7 +29,7 @@ def run(command, rows):
         [f"--benchmark_filter={rows}", "--benchmark_min_time=0.5"],
         capture_output=True, text=True, env=env, check=True).stdout
     return {m.group(1): float(m.group(2)) for m in re.finditer(
-        r"^((?:favor|exact)[^ ]*(?: bf16/\S+)?)\s.*?tokens/s=([\d.]+)k", out,
+        r"^((?:favor|exact)[^ ]*(?: (?:bf16|int8)/\S+)?)\s.*?tokens/s=([\d.]+)k", out,
         re.M)}
 
 
