@@ -16,7 +16,8 @@ vocabulary written here. Checks:
      folder to 1e-4, for short texts and one past the curriculum's length;
      for FAVOR+ and for FAVOR++;
   3. a run stopped half-way and resumed writes the same bytes as one that
-     was not stopped.
+     was not stopped, and a snapshot taken on the way (--snapshot-at) is the
+     student of its step and changes nothing in the run.
 """
 
 import json
@@ -134,8 +135,24 @@ def main():
                 "feature_epsilon": 1e-4}, "favor+", failures)
 
         resumed = os.path.join(work, "resumed")
-        run_distill(favor_model, teacher, texts, resumed, *steps, "--stop-at", "12")
+        run_distill(favor_model, teacher, texts, resumed, *steps, "--stop-at", "12",
+                    "--snapshot-at", "6")
         run_distill(favor_model, teacher, texts, resumed, *steps, "--resume")
+        # The snapshot: the student as it stood at step 6, with its own
+        # record; taking it changed nothing in the run (the bytes below).
+        snapshot = resumed + "-at6"
+        with open(os.path.join(snapshot, "training.json")) as f:
+            shot = json.load(f)
+        print(f"snapshot at step {shot['steps_run']}: {len(shot['history'])} steps "
+              f"recorded, cosine {shot['held_out']['distilled']['mean']:.4f}")
+        if shot["steps_run"] != 6 or len(shot["history"]) != 6 or \
+                not shot["version"].endswith("-at6"):
+            failures.append(f"the snapshot is not step 6's: {shot['steps_run']}, "
+                            f"{len(shot['history'])} steps, {shot['version']}")
+        with open(os.path.join(snapshot, "model.safetensors"), "rb") as a, \
+                open(os.path.join(student, "model.safetensors"), "rb") as b:
+            if a.read() == b.read():
+                failures.append("the step-6 snapshot has the final weights")
         with open(os.path.join(student, "model.safetensors"), "rb") as a, \
                 open(os.path.join(resumed, "model.safetensors"), "rb") as b:
             same = a.read() == b.read()
