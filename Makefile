@@ -158,6 +158,11 @@ DISTILL_MINUTES ?= 0
 DISTILL_KERNEL ?= favor+
 DISTILL_FEATURES ?= 256
 DISTILL_EPSILON ?= 1e-4
+# The learning rate and the weight of the pooled embeddings' cosine term
+# that did best on the default's shape (docs/models.md: lr 3e-4 over 1e-4
+# and 1e-3; the cosine weighted 10 against each layer's hidden states 1).
+DISTILL_LR ?= 3e-4
+DISTILL_COSINE_WEIGHT ?= 10
 DISTILL_FLAGS ?=
 distill: build
 	@test -e $(DISTILL_DATA) || $(MAKE) train-data
@@ -167,6 +172,7 @@ distill: build
 		--data $(DISTILL_DATA) --steps $(DISTILL_STEPS) \
 		--minutes $(DISTILL_MINUTES) --kernel $(DISTILL_KERNEL) \
 		--features $(DISTILL_FEATURES) --epsilon $(DISTILL_EPSILON) \
+		--lr $(DISTILL_LR) --cosine-weight $(DISTILL_COSINE_WEIGHT) \
 		$(DISTILL_FLAGS)
 
 # The container image (Dockerfile; docs/container.md), with podman (which

@@ -162,7 +162,15 @@ def main():
 
         plus_plus = os.path.join(work, "favor_plus_plus")
         run_distill(favor_model, teacher, texts, plus_plus, "--steps", "4",
-                    "--kernel", "favor++", "--features", "64", "--projection-seed", "5")
+                    "--kernel", "favor++", "--features", "64", "--projection-seed", "5",
+                    "--long-share", "0.5")
+        # --long-share 0.5: of the second half's two steps, the first stays
+        # at the teacher's 32 tokens and the second reads the full 64.
+        with open(os.path.join(plus_plus, "training.json")) as f:
+            lengths = [entry[1] for entry in json.load(f)["history"]]
+        print(f"lengths with --long-share 0.5: {lengths}")
+        if lengths != [32, 32, 32, 64]:
+            failures.append(f"--long-share 0.5 read lengths {lengths}, not [32, 32, 32, 64]")
         parity(server, favor_model, plus_plus, probe,
                {"kernel": "favor++", "num_random_features": 64, "projection_seed": 5,
                 "feature_epsilon": 1e-4}, "favor++ (m 64, seed 5)", failures)

@@ -68,8 +68,8 @@ import tokens  # noqa: E402
 # The arguments a checkpoint must agree on to be resumed.
 RESUME_KEYS = ("kernel", "features", "epsilon", "projection_seed", "steps",
                "batch", "lr", "layers", "hidden_weight", "cosine_weight",
-               "teacher_tokens", "long_tokens", "teacher_window", "seed",
-               "max_texts", "eval_texts", "bfloat16")
+               "teacher_tokens", "long_tokens", "long_share", "teacher_window",
+               "seed", "max_texts", "eval_texts", "bfloat16")
 
 
 def parse_args(argv=None):
@@ -104,6 +104,9 @@ def parse_args(argv=None):
                    help="the teacher's training length")
     p.add_argument("--long-tokens", type=int, default=1024,
                    help="longest input of the curriculum (0: none)")
+    p.add_argument("--long-share", type=float, default=1.0,
+                   help="of the second half's steps, the share that reads long "
+                        "inputs (the rest stay at --teacher-tokens; 0: none)")
     p.add_argument("--teacher-window", type=int, default=0,
                    help="the teacher reads inputs longer than this in windows "
                         "(0: exact attention over the whole input)")
@@ -253,12 +256,18 @@ def load_ids(args):
 
 
 def curriculum(step, args, rotary_or_none):
-    """(max tokens, inputs) of `step`'s batch."""
+    """(max tokens, inputs) of `step`'s batch: the teacher's length for the
+    first half of the steps; in the second, a share `long_share` of the
+    steps (spread evenly) packs inputs growing to `long_tokens`, the others
+    stay at the teacher's length."""
     base = args.teacher_tokens
     if not rotary_or_none or args.long_tokens <= base or step <= args.steps // 2:
         return base, args.batch
     half = max(1, args.steps - args.steps // 2)
-    fraction = (step - args.steps // 2) / half
+    index = step - args.steps // 2
+    if math.floor(index * args.long_share) == math.floor((index - 1) * args.long_share):
+        return base, args.batch
+    fraction = index / half
     length = int(round(base * (args.long_tokens / base) ** fraction))
     return length, max(1, args.batch * base // length)
 
@@ -603,7 +612,8 @@ def write_card(args, output, record, train_count, held_count):
         f"| data | {record['data']}: {train_count} texts for training, "
         f"{held_count} held out |",
         f"| steps | {record['steps_run']} of {args.steps} (batch {args.batch} at "
-        f"{args.teacher_tokens} tokens, curriculum to {args.long_tokens}) |",
+        f"{args.teacher_tokens} tokens, curriculum to {args.long_tokens} on "
+        f"{args.long_share:g} of the second half's steps) |",
         f"| objective | {args.hidden_weight:g} × MSE of hidden states at layers "
         f"{args.layers} + {args.cosine_weight:g} × (1 − cosine) of pooled embeddings |",
         f"| time | {record['seconds']} s on {record['device']}, seed {args.seed} |",
