@@ -29,7 +29,9 @@ enum class ScratchSlot {
   kFeaturesBF16 = 3,
   kValuesBF16 = 4,
   kPackedProjection = 5,
-  kCount = 6
+  kPackedProjectionF32 = 6,
+  kPackedValues = 7,
+  kCount = 8
 };
 void* ScratchBytes(ScratchSlot slot, int64_t elements, at::ScalarType type) {
   // Tensors for LibTorch's allocator's 64-byte alignment: rows that start
@@ -50,13 +52,39 @@ cpu::BFloat16Bits* ScratchBF16(ScratchSlot slot, int64_t elements) {
       ScratchBytes(slot, elements, at::kBFloat16));
 }
 
-// Whether the path's products run on cpu::Gemm: with its AVX-512 tiles. Its
-// AVX2 tiles ran FAVOR+'s products at 0.89-0.91 of the BLAS's rate in
-// 512-token steps (attention_bench's Products rows with FAVOR_CPU_ISA=avx2,
-// docs/performance.md), and the encoder at 0.96-1.03 of its speed on the
-// BLAS on AMD's Zen 3, so AVX2 keeps the BLAS here.
+// Whether the path's products run on cpu::Gemm: with its AVX-512 tiles,
+// reading every operand in place.
 bool ProductsOnGemm() {
   return cpu::ActiveGemmKernel() == cpu::GemmKernel::kAvx512;
+}
+
+// Whether they run on its AVX2 tiles with the right-hand operand packed
+// (cpu::PackB): the projection and the state once per pass, each step's
+// values once per step. Read in place, a tile's pieces of the values (rows
+// of the fused query | key | value product, 3 KiB apart) and of the
+// projection (1 KiB) ran the products at 0.89-0.91 of the BLAS's rate on
+// AMD's Zen 3 (docs/performance.md), so unpacked AVX2 kept the BLAS.
+bool ProductsOnPackedAvx2() {
+  return cpu::ActiveGemmKernel() == cpu::GemmKernel::kAvx2;
+}
+
+// b (depth × cols, row stride ldb) packed for the AVX2 tiles into the
+// thread's `slot`.
+const float* PackedForAvx2(ScratchSlot slot, int64_t depth, int64_t cols,
+                           const float* b, int64_t ldb) {
+  constexpr cpu::GemmKernel kKernel = cpu::GemmKernel::kAvx2;
+  float* packed = static_cast<float*>(ScratchBytes(
+      slot, cpu::PackedBSize(depth, cols, kKernel), at::kFloat));
+  cpu::PackB(depth, cols, b, ldb, kKernel, packed);
+  return packed;
+}
+
+// c = a · b with b packed by PackedForAvx2.
+void PackedProduct(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,
+                   const float* packed, float* c, int64_t ldc,
+                   bool accumulate) {
+  cpu::GemmPackedB(rows, cols, depth, a, packed, cpu::GemmKernel::kAvx2, c,
+                   ldc, accumulate);
 }
 
 // c (+)= a · b for the CPU path, on raw row-major operands (b and c with
@@ -100,9 +128,10 @@ cpu::LogitAffine AffineOf(const HeadGroup& group) {
 // packing.
 int64_t CpuChunkTokens(const AttentionOptions& options, int64_t tokens) {
   constexpr int64_t kGemmBlockTokens = 64;
-  const int64_t chunk = ProductsOnGemm()
-                            ? std::min(options.chunk_tokens, kGemmBlockTokens)
-                            : options.chunk_tokens;
+  constexpr int64_t kPackedAvx2BlockTokens = 128;
+  int64_t chunk = options.chunk_tokens;
+  if (ProductsOnGemm()) chunk = std::min(chunk, kGemmBlockTokens);
+  if (ProductsOnPackedAvx2()) chunk = std::min(chunk, kPackedAvx2BlockTokens);
   return std::min(chunk, tokens);
 }
 
@@ -215,6 +244,8 @@ class KeyAccumulator {
   const int64_t key_stride_, value_stride_;
   const uint8_t* const keep_;
   const float* const projection_;
+  // projection_ packed for the AVX2 tiles (ProductsOnPackedAvx2), else null.
+  const float* const packed_projection_;
   const cpu::BFloat16Bits* const projection16_;
   float* const features_;
   float* const kept_values_;
@@ -250,6 +281,10 @@ KeyAccumulator::KeyAccumulator(const FeatureContext& context,
                 ? reinterpret_cast<const uint8_t*>(group.keep.data_ptr<bool>())
                 : nullptr),
       projection_(context.scaled_projection_t().data_ptr<float>()),
+      packed_projection_(!bf16_ && ProductsOnPackedAvx2()
+                             ? PackedForAvx2(ScratchSlot::kPackedProjectionF32,
+                                             d_, m_, projection_, m_)
+                             : nullptr),
       projection16_(bf16_ ? PackedProjection(context) : nullptr),
       features_(Scratch(ScratchSlot::kFeatures, chunk, m_)),
       kept_values_(Scratch(ScratchSlot::kValueRows, chunk, dv_)),
@@ -270,8 +305,13 @@ KeyAccumulator::KeyAccumulator(const FeatureContext& context,
 void KeyAccumulator::ProjectKeys(int64_t start, int64_t rows) {
   if (!bf16_) {
     const float* x = keys_ + start * key_stride_;
-    MatMul(rows, m_, d_, {x, key_stride_, 1}, projection_, m_, features_, m_,
-           /*accumulate=*/false);
+    if (packed_projection_ != nullptr) {
+      PackedProduct(rows, m_, d_, {x, key_stride_, 1}, packed_projection_,
+                    features_, m_, /*accumulate=*/false);
+    } else {
+      MatMul(rows, m_, d_, {x, key_stride_, 1}, projection_, m_, features_,
+             m_, /*accumulate=*/false);
+    }
     cpu::RowSquaredNorms(x, rows, d_, key_stride_, half_scale_, half_.data());
     return;
   }
@@ -287,8 +327,15 @@ void KeyAccumulator::AddValues(int64_t start, int64_t rows,
     const cpu::MatrixView v =
         KeptValues(values_ + start * value_stride_, value_stride_, rows, dv_,
                    keep_rows, kept_values_, value_sums_data_);
-    MatMul(m_, dv_, rows, {features_, 1, m_}, v.data, v.row_stride, sums_data_,
-           dv_, /*accumulate=*/true);
+    if (packed_projection_ != nullptr) {
+      PackedProduct(m_, dv_, rows, {features_, 1, m_},
+                    PackedForAvx2(ScratchSlot::kPackedValues, rows, dv_,
+                                  v.data, v.row_stride),
+                    sums_data_, dv_, /*accumulate=*/true);
+    } else {
+      MatMul(m_, dv_, rows, {features_, 1, m_}, v.data, v.row_stride,
+             sums_data_, dv_, /*accumulate=*/true);
+    }
     return;
   }
   // Σφ̃(k)vᵀ as φ̃ᵀ (m × rows) times v (rows × dv), both packed along the
@@ -446,18 +493,38 @@ void QueriesFavorCpu(const FeatureContext& context,
       context.scaled_projection_t().data_ptr<float>();
   const float* const queries = p.query.data_ptr<float>();
   float* const outputs = p.out.data_ptr<float>();
+  // The projection and the state packed once for the pass's steps.
+  const bool packed = ProductsOnPackedAvx2();
+  const float* const packed_projection =
+      packed ? PackedForAvx2(ScratchSlot::kPackedProjectionF32, p.d, p.m,
+                             projection, p.m)
+             : nullptr;
+  const float* const packed_sums =
+      packed ? PackedForAvx2(ScratchSlot::kPackedValues, p.m, p.dv, p.sums,
+                             p.dv + 1)
+             : nullptr;
   for (int64_t start = begin; start < end; start += p.chunk) {
     const int64_t rows = std::min(end, start + p.chunk) - start;
     const float* x = queries + start * p.query_stride;
-    MatMul(rows, p.m, p.d, {x, p.query_stride, 1}, projection, p.m, p.u, p.m,
-           /*accumulate=*/false);
+    if (packed) {
+      PackedProduct(rows, p.m, p.d, {x, p.query_stride, 1}, packed_projection,
+                    p.u, p.m, /*accumulate=*/false);
+    } else {
+      MatMul(rows, p.m, p.d, {x, p.query_stride, 1}, projection, p.m, p.u,
+             p.m, /*accumulate=*/false);
+    }
     cpu::RowSquaredNorms(x, rows, p.d, p.query_stride, p.half_scale,
                          p.half.data());
     cpu::QueryFeaturesWithDot(p.u, p.half.data(), rows, p.m, context.epsilon(),
                               p.feature_sums.data(), p.denominators.data(),
                               p.logits);
-    MatMul(rows, p.dv, p.m, {p.u, p.m, 1}, p.sums, p.dv + 1, p.numerators, p.dv,
-           /*accumulate=*/false);
+    if (packed) {
+      PackedProduct(rows, p.dv, p.m, {p.u, p.m, 1}, packed_sums, p.numerators,
+                    p.dv, /*accumulate=*/false);
+    } else {
+      MatMul(rows, p.dv, p.m, {p.u, p.m, 1}, p.sums, p.dv + 1, p.numerators,
+             p.dv, /*accumulate=*/false);
+    }
     cpu::DivideRows(p.numerators, p.denominators.data(), rows, p.dv,
                     outputs + start * p.out_stride, p.out_stride);
   }
