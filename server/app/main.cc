@@ -90,8 +90,9 @@ ABSL_FLAG(std::string, dtype, "float32",
           "compute dtype: float32 (the same embeddings on every machine), "
           "bfloat16 (CUDA, or a CPU with AVX512-BF16 or AMX-BF16: about "
           "twice the throughput; refused elsewhere), float16 (CUDA) or int8 "
-          "(CPU with AVX2: int8 linear layers, 1.2-1.3x float32's "
-          "throughput, pooled cosine to float32 0.9999; opt-in, "
+          "(CPU with AVX2: int8 linear layers, about 1.4x float32's "
+          "throughput on AVX2, pooled cosine to float32 0.9999; the "
+          "reduced-precision choice where bfloat16 is refused, "
           "docs/performance.md)");
 ABSL_FLAG(int, threads, 0,
           "CPU threads for attention and the encoder; 0: one per hardware "

@@ -47,7 +47,7 @@ namespace favor::model {
 // int8 weights (quantised at load, per output column) by int8 activations
 // (quantised per token as they run) with exact int32 sums
 // (server/attention/cpu_gemm_int8.h): about twice float32's speed in those
-// products on AVX2, 1.2-1.3x the encoder's, pooled embeddings at a mean
+// products on AVX2, about 1.4x the encoder's, pooled embeddings at a mean
 // cosine of 0.9999 to float32's.
 // docs/performance.md says when to choose which.
 enum class ComputeDType { kFloat32, kBFloat16, kFloat16, kInt8 };
