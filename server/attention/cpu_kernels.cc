@@ -4,7 +4,9 @@
 #include <cstring>
 #include <limits>
 
+#include "server/attention/cpu_exp.h"
 #include "server/attention/cpu_features.h"
+#include "server/attention/cpu_rows_avx2.h"
 #include "server/common/multiversion.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -14,42 +16,6 @@
 
 namespace favor::attention::cpu {
 namespace {
-
-// exp(x) = 2^n · e^r, n = round(x / ln 2), |r| ≤ ln2 / 2; e^r by a degree-6
-// polynomial (Cephes expf coefficients), relative error below 4e-7.
-// Branch-free so that loops vectorise. For arguments known to be at most 88
-// (the feature maps' shifted logits); below −87 it clamps, so results under
-// e^-87 come out as about 1e-38 rather than 0, which is immaterial next to
-// the features' ε and saves a third of the instructions of FastExp.
-inline float FastExpBounded(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  constexpr float kRound = 12582912.0f;
-  x = std::max(x, -87.0f);
-  const float n = (x * kLog2e + kRound) - kRound;
-  float r = x - n * kLn2Hi;
-  r = r - n * kLn2Lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
-}
-
-// exp(x) for any x: 0 below −87.3 (exact softmax feeds it −∞ for masked
-// scores), saturating above 88.3.
-inline float FastExp(float x) {
-  const bool underflow = x < -87.3365447505531f;
-  const float y = FastExpBounded(std::min(x, 88.3762626647949f));
-  return underflow ? 0.0f : y;
-}
 
 // Reductions in explicit 16-float vectors (GCC vector extensions, lowered
 // to whatever width the clone's target has): the compiler may not
@@ -236,178 +202,6 @@ __attribute__((target("avx512f"))) void RowExpAvx512(float* row, int64_t cols,
   }
 }
 #pragma GCC diagnostic pop
-
-// exp(x) for x ≤ 88 with AVX2 and FMA, as Exp16 with eight lanes: k a
-// multiple of 1/8 (the table 2^(j/8) fits one register for vpermps), so
-// |r| ≤ ln2/16 and e^r takes a quartic (truncation error below 2e-9);
-// 2^⌊k⌋ built in the exponent bits (AVX2 has no vscalefps). Relative error
-// below 3e-7; arguments below −87 give about 1.6e-38, as FastExpBounded.
-// GCC leaves RowExpPortable's loop scalar (its column sums may alias the
-// row): on AMD's Zen 3 it took a sixth of a 512-token Embed
-// (docs/performance.md).
-__attribute__((target("avx2,fma"), always_inline)) inline __m256 Exp8(
-    __m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  // k · 8, an integer: j = k · 8, n = ⌊j / 8⌋, j mod 8 indexes the table.
-  const __m256 k8 = _mm256_round_ps(
-      _mm256_mul_ps(x, _mm256_set1_ps(8.0f * 1.44269504088896341f)),
-      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // r = x − k · ln2 in two steps: k8 · (ln2_hi / 8) is exact.
-  __m256 r = _mm256_fnmadd_ps(k8, _mm256_set1_ps(0.693359375f / 8), x);
-  r = _mm256_fnmadd_ps(k8, _mm256_set1_ps(-2.12194440e-4f / 8), r);
-  const __m256i j = _mm256_cvtps_epi32(k8);
-  // 2^(i/8), i = 0..7, correctly rounded.
-  const __m256 table = _mm256_setr_ps(
-      1.0f, 1.0905077326652577f, 1.189207115002721f, 1.2968395546510096f,
-      1.4142135623730951f, 1.5422108254079407f, 1.681792830507429f,
-      1.8340080864093424f);
-  const __m256 fraction = _mm256_permutevar8x32_ps(table, j);  // j mod 8
-  const __m256i n = _mm256_srai_epi32(j, 3);                    // ⌊j / 8⌋
-  const __m256 two_n = _mm256_castsi256_ps(
-      _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
-  __m256 p = _mm256_set1_ps(1.0f / 24.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  return _mm256_mul_ps(_mm256_mul_ps(p, fraction), two_n);
-}
-
-__attribute__((target("avx2,fma"))) void RowExpAvx2(float* row, int64_t cols,
-                                                     float offset,
-                                                     float epsilon,
-                                                     float* column_sums) {
-  const __m256 shift = _mm256_set1_ps(offset);
-  const __m256 eps = _mm256_set1_ps(epsilon);
-  int64_t c = 0;
-  for (; c + 8 <= cols; c += 8) {
-    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c), shift));
-    if (column_sums != nullptr) {
-      _mm256_storeu_ps(row + c, e);
-      _mm256_storeu_ps(column_sums + c,
-                       _mm256_add_ps(_mm256_loadu_ps(column_sums + c), e));
-    } else {
-      _mm256_storeu_ps(row + c, _mm256_add_ps(e, eps));
-    }
-  }
-  // The last columns (m is a multiple of 8 in practice) as the portable
-  // loop does them.
-  if (c < cols) {
-    RowExpPortable(row + c, cols - c, offset, epsilon,
-                   column_sums != nullptr ? column_sums + c : nullptr);
-  }
-}
-
-// The row loops below with AVX2 intrinsics, for CPUs whose widest kernels
-// are AVX2's. GCC lowers the 16-float vectors of RowMax and RowDot to pairs
-// of 256-bit registers that it spills to the stack on every step, and their
-// lane reductions to scalar loops: on AMD's Zen 3 the query features took
-// 6% and the squared norms 2% of a 512-token Embed on the int8 path, more
-// than the exp itself (docs/performance.md). Eight-lane accumulators, two
-// of them to overlap the additions' latency; the last columns scalar.
-__attribute__((target("avx2,fma"), always_inline)) inline float HorizontalMax(
-    __m256 v) {
-  __m128 four = _mm_max_ps(_mm256_castps256_ps128(v),
-                           _mm256_extractf128_ps(v, 1));
-  four = _mm_max_ps(four, _mm_movehl_ps(four, four));
-  four = _mm_max_ss(four, _mm_shuffle_ps(four, four, 1));
-  return _mm_cvtss_f32(four);
-}
-
-__attribute__((target("avx2,fma"), always_inline)) inline float HorizontalSum(
-    __m256 v) {
-  __m128 four =
-      _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  four = _mm_add_ss(four, _mm_shuffle_ps(four, four, 1));
-  return _mm_cvtss_f32(four);
-}
-
-// MapRowAndMax: the row mapped in place by `logits` (when it has a bias)
-// and its max.
-__attribute__((target("avx2,fma"))) float MapRowAndMaxAvx2(
-    float* row, int64_t cols, LogitAffine logits) {
-  const bool mapped = logits.bias != nullptr;
-  const __m256 scale = _mm256_set1_ps(logits.scale);
-  __m256 best0 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  __m256 best1 = best0;
-  int64_t c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    __m256 a = _mm256_loadu_ps(row + c);
-    __m256 b = _mm256_loadu_ps(row + c + 8);
-    if (mapped) {
-      a = _mm256_fmadd_ps(a, scale, _mm256_loadu_ps(logits.bias + c));
-      b = _mm256_fmadd_ps(b, scale, _mm256_loadu_ps(logits.bias + c + 8));
-      _mm256_storeu_ps(row + c, a);
-      _mm256_storeu_ps(row + c + 8, b);
-    }
-    best0 = _mm256_max_ps(best0, a);
-    best1 = _mm256_max_ps(best1, b);
-  }
-  float best = HorizontalMax(_mm256_max_ps(best0, best1));
-  for (; c < cols; ++c) {
-    if (mapped) row[c] = row[c] * logits.scale + logits.bias[c];
-    best = std::max(best, row[c]);
-  }
-  return best;
-}
-
-// Σ a[c]·b[c].
-__attribute__((target("avx2,fma"))) float RowDotAvx2(const float* a,
-                                                     const float* b,
-                                                     int64_t cols) {
-  __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
-  int64_t c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    sum0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c),
-                           sum0);
-    sum1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 8),
-                           _mm256_loadu_ps(b + c + 8), sum1);
-  }
-  float sum = HorizontalSum(_mm256_add_ps(sum0, sum1));
-  for (; c < cols; ++c) sum += a[c] * b[c];
-  return sum;
-}
-
-// RowExpAvx2 without column sums, fused with the dot product that follows
-// it: row[c] = exp(row[c] − offset) + epsilon, and returns Σ row[c]·z[c].
-__attribute__((target("avx2,fma"))) float RowExpDotAvx2(float* row,
-                                                        int64_t cols,
-                                                        float offset,
-                                                        float epsilon,
-                                                        const float* z) {
-  const __m256 shift = _mm256_set1_ps(offset);
-  const __m256 eps = _mm256_set1_ps(epsilon);
-  __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
-  int64_t c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    const __m256 a = _mm256_add_ps(
-        Exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c), shift)), eps);
-    const __m256 b = _mm256_add_ps(
-        Exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c + 8), shift)), eps);
-    _mm256_storeu_ps(row + c, a);
-    _mm256_storeu_ps(row + c + 8, b);
-    sum0 = _mm256_fmadd_ps(a, _mm256_loadu_ps(z + c), sum0);
-    sum1 = _mm256_fmadd_ps(b, _mm256_loadu_ps(z + c + 8), sum1);
-  }
-  float sum = HorizontalSum(_mm256_add_ps(sum0, sum1));
-  for (; c < cols; ++c) {
-    row[c] = FastExpBounded(row[c] - offset) + epsilon;
-    sum += row[c] * z[c];
-  }
-  return sum;
-}
-
-// Whether the row loops take their AVX2 versions: AVX2 and FMA are the
-// widest this CPU has (within FAVOR_CPU_ISA). AVX-512 keeps the 16-float
-// vectors, which GCC lowers well there.
-bool RowsOnAvx2() {
-  static const bool avx2 = [] {
-    const CpuFeatures cpu = DetectedCpuFeatures();
-    return !cpu.avx512f && cpu.avx2 && cpu.fma;
-  }();
-  return avx2;
-}
 #endif
 
 using RowExpFn = void (*)(float*, int64_t, float, float, float*);
@@ -435,7 +229,7 @@ void Exp(const float* x, float* y, int64_t n) {
 FAVOR_MULTIVERSION
 void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
                      float scale, float* h) {
-#ifdef FAVOR_HAVE_AVX512_PATH
+#ifdef FAVOR_HAVE_AVX2_ROWS
   if (RowsOnAvx2()) {
     for (int64_t i = 0; i < rows; ++i) {
       const float* row = x + i * stride;
@@ -470,7 +264,7 @@ float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
       std::fill(row, row + cols, 0.0f);
       continue;
     }
-#ifdef FAVOR_HAVE_AVX512_PATH
+#ifdef FAVOR_HAVE_AVX2_ROWS
     const float row_max = RowsOnAvx2() ? MapRowAndMaxAvx2(row, cols, logits)
                                        : MapRowAndMax(row, cols, logits);
 #else
@@ -493,7 +287,7 @@ FAVOR_MULTIVERSION
 void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
                           float epsilon, const float* z, float* dot,
                           LogitAffine logits) {
-#ifdef FAVOR_HAVE_AVX512_PATH
+#ifdef FAVOR_HAVE_AVX2_ROWS
   if (RowsOnAvx2()) {
     for (int64_t i = 0; i < rows; ++i) {
       float* row = u + i * cols;
