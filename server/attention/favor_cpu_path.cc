@@ -9,110 +9,21 @@
 #include "server/attention/cpu_gemm.h"
 #include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/cpu_kernels.h"
+#include "server/attention/favor_cpu_steps.h"
 
 namespace favor::attention {
 namespace {
 
-// The CPU path's per-task work buffers, rows × cols floats, reused by each
-// thread from one call to the next. Fresh ones would be mapped anew for
-// every task (glibc maps blocks this size) and faulted in page by page when
-// OpenBLAS first zeroes them: measured as three quarters of a 4k-token
-// call's page faults. A thread keeps its buffers (chunk × m and chunk × dv
-// floats: 80 KiB on the AVX-512 path's 64-token steps, 640 KiB on the BLAS
-// path's 512) until it exits.
-// The bfloat16 path adds the bfloat16 operands of its products and, under
-// a mask, the value rows with padding zeroed.
-enum class ScratchSlot {
-  kFeatures = 0,
-  kValueRows = 1,
-  kKeptValuesBF16 = 2,
-  kFeaturesBF16 = 3,
-  kValuesBF16 = 4,
-  kPackedProjection = 5,
-  kPackedProjectionF32 = 6,
-  kPackedValues = 7,
-  kCount = 8
-};
-void* ScratchBytes(ScratchSlot slot, int64_t elements, at::ScalarType type) {
-  // Tensors for LibTorch's allocator's 64-byte alignment: rows that start
-  // mid-cache-line would slow every vector load of cpu::Gemm.
-  thread_local at::Tensor buffers[static_cast<int>(ScratchSlot::kCount)];
-  at::Tensor& buffer = buffers[static_cast<int>(slot)];
-  if (!buffer.defined() || buffer.numel() < elements ||
-      buffer.scalar_type() != type) {
-    buffer = at::empty({elements}, type);
-  }
-  return buffer.data_ptr();
-}
-float* Scratch(ScratchSlot slot, int64_t rows, int64_t cols) {
-  return static_cast<float*>(ScratchBytes(slot, rows * cols, at::kFloat));
-}
-cpu::BFloat16Bits* ScratchBF16(ScratchSlot slot, int64_t elements) {
-  return static_cast<cpu::BFloat16Bits*>(
-      ScratchBytes(slot, elements, at::kBFloat16));
-}
-
-// Whether the path's products run on cpu::Gemm: with its AVX-512 tiles,
-// reading every operand in place.
-bool ProductsOnGemm() {
-  return cpu::ActiveGemmKernel() == cpu::GemmKernel::kAvx512;
-}
-
-// Whether they run on its AVX2 tiles with the right-hand operand packed
-// (cpu::PackB): the projection and the state once per pass, each step's
-// values once per step. Read in place, a tile's pieces of the values (rows
-// of the fused query | key | value product, 3 KiB apart) and of the
-// projection (1 KiB) ran the products at 0.89-0.91 of the BLAS's rate on
-// AMD's Zen 3 (docs/performance.md), so unpacked AVX2 kept the BLAS.
-bool ProductsOnPackedAvx2() {
-  return cpu::ActiveGemmKernel() == cpu::GemmKernel::kAvx2;
-}
-
-// b (depth × cols, row stride ldb) packed for the AVX2 tiles into the
-// thread's `slot`.
-const float* PackedForAvx2(ScratchSlot slot, int64_t depth, int64_t cols,
-                           const float* b, int64_t ldb) {
-  constexpr cpu::GemmKernel kKernel = cpu::GemmKernel::kAvx2;
-  float* packed = static_cast<float*>(ScratchBytes(
-      slot, cpu::PackedBSize(depth, cols, kKernel), at::kFloat));
-  cpu::PackB(depth, cols, b, ldb, kKernel, packed);
-  return packed;
-}
-
-// c = a · b with b packed by PackedForAvx2.
-void PackedProduct(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,
-                   const float* packed, float* c, int64_t ldc,
-                   bool accumulate) {
-  cpu::GemmPackedB(rows, cols, depth, a, packed, cpu::GemmKernel::kAvx2, c,
-                   ldc, accumulate);
-}
-
-// c (+)= a · b for the CPU path, on raw row-major operands (b and c with
-// unit column stride): cpu::Gemm where ProductsOnGemm(), else the BLAS. Raw
-// pointers, not tensors: the loops around it take 64-token steps, where the
-// cost of creating tensor views would show.
-void MatMul(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,
-            const float* b, int64_t ldb, float* c, int64_t ldc,
-            bool accumulate) {
-  if (ProductsOnGemm()) {
-    cpu::Gemm(rows, cols, depth, a, b, ldb, c, ldc, accumulate);
-    return;
-  }
-  const auto wrap = [](const float* data, int64_t r, int64_t cs, int64_t rs,
-                       int64_t col_stride) {
-    return at::from_blob(const_cast<float*>(data), {r, cs}, {rs, col_stride},
-                         at::kFloat);
-  };
-  const at::Tensor a_t =
-      wrap(a.data, rows, depth, a.row_stride, a.column_stride);
-  const at::Tensor b_t = wrap(b, depth, cols, ldb, 1);
-  at::Tensor c_t = wrap(c, rows, cols, ldc, 1);
-  if (accumulate) {
-    c_t.addmm_(a_t, b_t);
-  } else {
-    at::mm_out(c_t, a_t, b_t);
-  }
-}
+using favor_cpu::KeptValueBits;
+using favor_cpu::KeptValues;
+using favor_cpu::MatMul;
+using favor_cpu::PackedForAvx2;
+using favor_cpu::PackedProduct;
+using favor_cpu::ProductsOnGemm;
+using favor_cpu::ProductsOnPackedAvx2;
+using favor_cpu::Scratch;
+using favor_cpu::ScratchBF16;
+using favor_cpu::ScratchSlot;
 
 // The group's FAVOR++ logit map for the raw loops (identity for FAVOR+);
 // the bias is contiguous (FeatureContext::FavorPlusPlusLogits makes it).
@@ -135,29 +46,6 @@ int64_t CpuChunkTokens(const AttentionOptions& options, int64_t tokens) {
   return std::min(chunk, tokens);
 }
 
-// `rows` rows of values (row stride `stride`) with padding rows zeroed
-// (copied into `scratch`, rows × dv, only when there is a mask), and their
-// sum and count added to `value_sums` (dv + 1 floats) for the ε term.
-// Returns the rows to use.
-cpu::MatrixView KeptValues(const float* values, int64_t stride, int64_t rows,
-                           int64_t dv, const uint8_t* keep, float* scratch,
-                           float* value_sums) {
-  cpu::MatrixView v{values, stride, 1};
-  if (keep != nullptr) {
-    for (int64_t i = 0; i < rows; ++i) {
-      if (keep[i]) {
-        std::copy(values + i * stride, values + i * stride + dv,
-                  scratch + i * dv);
-      } else {
-        std::fill(scratch + i * dv, scratch + (i + 1) * dv, 0.0f);
-      }
-    }
-    v = {scratch, dv, 1};
-  }
-  cpu::AddKeptRows(v.data, rows, dv, v.row_stride, keep, value_sums);
-  return v;
-}
-
 // Whether a group that the fused path serves runs in bfloat16: its inputs
 // (and so its output) are bfloat16 and GemmBF16 has its AVX512-BF16 kernel.
 // Its products take bfloat16 operands with float32 sums; the exp, the norms,
@@ -173,28 +61,6 @@ bool RunsInBFloat16(const HeadGroup& group) {
 template <typename T>
 const T* DataOr(const at::Tensor& tensor, bool of_type) {
   return of_type ? static_cast<const T*>(tensor.data_ptr()) : nullptr;
-}
-
-// bfloat16 value rows (row stride `stride`), or, under a mask, their copy
-// in `scratch` (rows × dv) with padding rows zeroed: a padding row's
-// feature is 0, but 0 · NaN would not be.
-const cpu::BFloat16Bits* KeptValueBits(const cpu::BFloat16Bits* values,
-                                       int64_t stride, int64_t rows, int64_t dv,
-                                       const uint8_t* keep,
-                                       cpu::BFloat16Bits* scratch,
-                                       int64_t* kept_stride) {
-  *kept_stride = stride;
-  if (keep == nullptr) return values;
-  for (int64_t i = 0; i < rows; ++i) {
-    const cpu::BFloat16Bits* row = values + i * stride;
-    if (keep[i]) {
-      std::copy(row, row + dv, scratch + i * dv);
-    } else {
-      std::fill(scratch + i * dv, scratch + (i + 1) * dv, 0);
-    }
-  }
-  *kept_stride = dv;
-  return scratch;
 }
 
 // The projection (d × m) packed for GemmBF16, once per call: 32 KiB at d =

@@ -1,6 +1,7 @@
 // FAVOR+'s (and FAVOR++'s) fused CPU path: the key sums and the query outputs
 // of one head group in raw-pointer loops around single-threaded matrix products
-// (cpu::Gemm on AVX-512, the BLAS elsewhere), in steps small enough that a
+// (favor_cpu_steps.h: cpu::Gemm's tiles on AVX-512 and AVX2, the BLAS
+// elsewhere), in steps small enough that a
 // step's features stay in the L2 cache between the product that makes them
 // and the one that uses them. It computes what linear_attention.cc's LibTorch
 // path computes for Kernel::kFavorPositive and kFavorPlusPlus (whose per-head

@@ -188,6 +188,44 @@ TEST_P(FavorCpuPathTest, QueriesMatchTheDefinition) {
   }
 }
 
+// The group's queries, keys and values as the model hands them over: column
+// slices of one fused (1, L, d + d + dv + 3) product, so that each row is
+// far from the next (the output stays contiguous).
+HeadGroup InOneFusedProduct(const HeadGroup& group) {
+  const int64_t d = group.query.size(2);
+  const at::Tensor fused = at::full({1, kTokens, 2 * d + kValueDim + 3}, NAN);
+  HeadGroup sliced = group;
+  sliced.query = fused.narrow(2, 0, d);
+  sliced.key = fused.narrow(2, d, d);
+  sliced.value = fused.narrow(2, 2 * d, kValueDim);
+  sliced.query.copy_(group.query);
+  sliced.key.copy_(group.key);
+  sliced.value.copy_(group.value);
+  return sliced;
+}
+
+TEST_P(FavorCpuPathTest, ReadsRowsOfAFusedProduct) {
+  for (const Keys kind : {Keys::kPlain, Keys::kMasked}) {
+    const FeatureContext context = Context();
+    const HeadGroup group = InOneFusedProduct(Group(context, kind));
+    ASSERT_TRUE(FavorCpuPathApplies(context, group));
+    const KeyState state =
+        AccumulateKeysFavorCpu(context, SmallSteps(), group, 0, kTokens);
+    const KeyDefinition expected = DefineKeySums(context, group, 0, kTokens);
+    EXPECT_NEAR(state.shift.item<double>(), expected.shift, 1e-5);
+    EXPECT_LT(MaxRelativeError(state.sums[0], expected.sums), 1e-5);
+    EXPECT_LT(
+        MaxRelativeError(state.value_sums.view({-1}), expected.value_sums),
+        1e-6);
+    const at::Tensor query_state =
+        at::rand({1, kFeatures, kValueDim + 1}) + 0.1;
+    QueriesFavorCpu(context, SmallSteps(), group, query_state, 0, kTokens);
+    EXPECT_LT(MaxRelativeError(group.out[0],
+                               DefineOutputs(context, group, query_state)),
+              1e-5);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, FavorCpuPathTest,
                          ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& param) {
