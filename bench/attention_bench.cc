@@ -277,10 +277,15 @@ void ProductsGemm(benchmark::State& state) { RunProducts(state, true); }
 // every block) or on cpu::Gemm (LinearGemm; what model/layers.cc runs where
 // the CPU has its tiles). Args: in, out (the default model's QKV 256→768,
 // feed-forward 256→1024 and 1024→256).
-void RunLinear(benchmark::State& state, bool gemm) {
+// How a linear layer's product runs: the BLAS, cpu::Gemm reading the
+// weight in place, or cpu::Gemm on the weight packed once (what the model
+// does, Linear::packed).
+enum class LinearOn { kBlas, kGemm, kPackedGemm };
+
+void RunLinear(benchmark::State& state, LinearOn on) {
   const int64_t in = state.range(0), out = state.range(1), rows = 256;
   const int64_t blocks = 16;
-  if (gemm && !cpu::GemmIsFast()) {
+  if (on != LinearOn::kBlas && !cpu::GemmIsFast()) {
     state.SkipWithError("no register-tile Gemm on this CPU (or --cpu_gemm=0)");
     return;
   }
@@ -288,10 +293,21 @@ void RunLinear(benchmark::State& state, bool gemm) {
   const at::Tensor x = at::randn({blocks * rows, in});
   const at::Tensor wt = at::randn({in, out}) * 0.05, bias = at::randn({out});
   at::Tensor y = at::empty({rows, out});
+  const cpu::GemmKernel kernel = cpu::ActiveGemmKernel();
+  at::Tensor packed;
+  if (on == LinearOn::kPackedGemm) {
+    packed = at::empty({cpu::PackedBSize(in, out, kernel)}, at::kFloat);
+    cpu::PackB(in, out, wt.data_ptr<float>(), out, kernel,
+               packed.data_ptr<float>());
+  }
   for (auto _ : state) {
     for (int64_t b = 0; b < blocks; ++b) {
       const at::Tensor xb = x.narrow(0, b * rows, rows);
-      if (gemm) {
+      if (on == LinearOn::kPackedGemm) {
+        cpu::GemmPackedB(rows, out, in, {xb.data_ptr<float>(), in, 1},
+                         packed.data_ptr<float>(), kernel, y.data_ptr<float>(),
+                         out, false, bias.data_ptr<float>());
+      } else if (on == LinearOn::kGemm) {
         cpu::Gemm(rows, out, in, {xb.data_ptr<float>(), in, 1},
                   wt.data_ptr<float>(), out, y.data_ptr<float>(), out, false,
                   bias.data_ptr<float>());
@@ -306,8 +322,11 @@ void RunLinear(benchmark::State& state, bool gemm) {
                          benchmark::Counter::kIsIterationInvariantRate,
                          benchmark::Counter::kIs1000);
 }
-void Linear(benchmark::State& state) { RunLinear(state, false); }
-void LinearGemm(benchmark::State& state) { RunLinear(state, true); }
+void Linear(benchmark::State& state) { RunLinear(state, LinearOn::kBlas); }
+void LinearGemm(benchmark::State& state) { RunLinear(state, LinearOn::kGemm); }
+void LinearPackedGemm(benchmark::State& state) {
+  RunLinear(state, LinearOn::kPackedGemm);
+}
 
 // Whether a run failed or was skipped, so has no time: Google Benchmark 1.7
 // (Debian 12) says so in Run::error_occurred, 1.8 and later (Debian 13) in
@@ -386,6 +405,9 @@ BENCHMARK(Linear)->Apply([](auto* b) {
   Configure(b)->Args({256, 768})->Args({256, 1024})->Args({1024, 256});
 });
 BENCHMARK(LinearGemm)->Apply([](auto* b) {
+  Configure(b)->Args({256, 768})->Args({256, 1024})->Args({1024, 256});
+});
+BENCHMARK(LinearPackedGemm)->Apply([](auto* b) {
   Configure(b)->Args({256, 768})->Args({256, 1024})->Args({1024, 256});
 });
 // Exact attention fits in memory at any length (it works in tiles), but its
