@@ -13,14 +13,14 @@
 namespace favor::attention::cpu {
 namespace {
 
-// exp(x) for x ≤ 88 with AVX2 and FMA, as Exp16 with eight lanes: k a
-// multiple of 1/8 (the table 2^(j/8) fits one register for vpermps), so
-// |r| ≤ ln2/16 and e^r takes a quartic (truncation error below 2e-9);
-// 2^⌊k⌋ built in the exponent bits (AVX2 has no vscalefps). Relative error
-// below 3e-7; arguments below −87 give about 1.6e-38, as FastExpBounded.
-// GCC leaves the portable loop (cpu_kernels.cc) scalar (its column sums may alias the
-// row): on AMD's Zen 3 it took a sixth of a 512-token Embed
-// (docs/performance.md).
+// exp(x) for x ≤ 88 with AVX2 and FMA, as cpu_kernels.cc's AVX-512 Exp16
+// with eight lanes: k a multiple of 1/8 (the table 2^(j/8) fits one
+// register for vpermps), so |r| ≤ ln2/16 and e^r takes a quartic
+// (truncation error below 2e-9); 2^⌊k⌋ built in the exponent bits (AVX2 has
+// no vscalefps). Relative error below 3e-7; arguments below −87 give about
+// 1.6e-38, as FastExpBounded. GCC leaves cpu_kernels.cc's portable loop
+// scalar (its column sums may alias the row): on AMD's Zen 3 it took a
+// sixth of a 512-token Embed (docs/performance.md).
 __attribute__((target("avx2,fma"), always_inline)) inline __m256 Exp8(
     __m256 x) {
   x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
@@ -33,12 +33,12 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256 Exp8(
   r = _mm256_fnmadd_ps(k8, _mm256_set1_ps(-2.12194440e-4f / 8), r);
   const __m256i j = _mm256_cvtps_epi32(k8);
   // 2^(i/8), i = 0..7, correctly rounded.
-  const __m256 table = _mm256_setr_ps(
-      1.0f, 1.0905077326652577f, 1.189207115002721f, 1.2968395546510096f,
-      1.4142135623730951f, 1.5422108254079407f, 1.681792830507429f,
-      1.8340080864093424f);
+  const __m256 table = _mm256_setr_ps(1.0f, 1.0905077326652577f,
+                                      1.189207115002721f, 1.2968395546510096f,
+                                      1.4142135623730951f, 1.5422108254079407f,
+                                      1.681792830507429f, 1.8340080864093424f);
   const __m256 fraction = _mm256_permutevar8x32_ps(table, j);  // j mod 8
-  const __m256i n = _mm256_srai_epi32(j, 3);                    // ⌊j / 8⌋
+  const __m256i n = _mm256_srai_epi32(j, 3);                   // ⌊j / 8⌋
   const __m256 two_n = _mm256_castsi256_ps(
       _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
   __m256 p = _mm256_set1_ps(1.0f / 24.0f);
@@ -58,8 +58,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256 Exp8(
 // of them to overlap the additions' latency; the last columns scalar.
 __attribute__((target("avx2,fma"), always_inline)) inline float HorizontalMax(
     __m256 v) {
-  __m128 four = _mm_max_ps(_mm256_castps256_ps128(v),
-                           _mm256_extractf128_ps(v, 1));
+  __m128 four =
+      _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   four = _mm_max_ps(four, _mm_movehl_ps(four, four));
   four = _mm_max_ss(four, _mm_shuffle_ps(four, four, 1));
   return _mm_cvtss_f32(four);
@@ -77,9 +77,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline float HorizontalSum(
 }  // namespace
 
 __attribute__((target("avx2,fma"))) void RowExpAvx2(float* row, int64_t cols,
-                                                     float offset,
-                                                     float epsilon,
-                                                     float* column_sums) {
+                                                    float offset, float epsilon,
+                                                    float* column_sums) {
   const __m256 shift = _mm256_set1_ps(offset);
   const __m256 eps = _mm256_set1_ps(epsilon);
   int64_t c = 0;
@@ -108,8 +107,9 @@ __attribute__((target("avx2,fma"))) void RowExpAvx2(float* row, int64_t cols,
 
 // MapRowAndMax: the row mapped in place by `logits` (when it has a bias)
 // and its max.
-__attribute__((target("avx2,fma"))) float MapRowAndMaxAvx2(
-    float* row, int64_t cols, LogitAffine logits) {
+__attribute__((target("avx2,fma"))) float MapRowAndMaxAvx2(float* row,
+                                                           int64_t cols,
+                                                           LogitAffine logits) {
   const bool mapped = logits.bias != nullptr;
   const __m256 scale = _mm256_set1_ps(logits.scale);
   __m256 best0 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -142,8 +142,8 @@ __attribute__((target("avx2,fma"))) float RowDotAvx2(const float* a,
   __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
   int64_t c = 0;
   for (; c + 16 <= cols; c += 16) {
-    sum0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c),
-                           sum0);
+    sum0 =
+        _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), sum0);
     sum1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 8),
                            _mm256_loadu_ps(b + c + 8), sum1);
   }
@@ -154,11 +154,8 @@ __attribute__((target("avx2,fma"))) float RowDotAvx2(const float* a,
 
 // RowExpAvx2 without column sums, fused with the dot product that follows
 // it: row[c] = exp(row[c] − offset) + epsilon, and returns Σ row[c]·z[c].
-__attribute__((target("avx2,fma"))) float RowExpDotAvx2(float* row,
-                                                        int64_t cols,
-                                                        float offset,
-                                                        float epsilon,
-                                                        const float* z) {
+__attribute__((target("avx2,fma"))) float RowExpDotAvx2(
+    float* row, int64_t cols, float offset, float epsilon, const float* z) {
   const __m256 shift = _mm256_set1_ps(offset);
   const __m256 eps = _mm256_set1_ps(epsilon);
   __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();

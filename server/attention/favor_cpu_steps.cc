@@ -42,8 +42,8 @@ bool ProductsOnPackedAvx2() {
 const float* PackedForAvx2(ScratchSlot slot, int64_t depth, int64_t cols,
                            const float* b, int64_t ldb) {
   constexpr cpu::GemmKernel kKernel = cpu::GemmKernel::kAvx2;
-  float* packed = static_cast<float*>(ScratchBytes(
-      slot, cpu::PackedBSize(depth, cols, kKernel), at::kFloat));
+  float* packed = static_cast<float*>(
+      ScratchBytes(slot, cpu::PackedBSize(depth, cols, kKernel), at::kFloat));
   cpu::PackB(depth, cols, b, ldb, kKernel, packed);
   return packed;
 }
@@ -51,8 +51,8 @@ const float* PackedForAvx2(ScratchSlot slot, int64_t depth, int64_t cols,
 void PackedProduct(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,
                    const float* packed, float* c, int64_t ldc,
                    bool accumulate) {
-  cpu::GemmPackedB(rows, cols, depth, a, packed, cpu::GemmKernel::kAvx2, c,
-                   ldc, accumulate);
+  cpu::GemmPackedB(rows, cols, depth, a, packed, cpu::GemmKernel::kAvx2, c, ldc,
+                   accumulate);
 }
 
 void MatMul(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,

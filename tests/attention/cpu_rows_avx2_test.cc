@@ -73,7 +73,8 @@ TEST(CpuRowsAvx2Test, MapRowAndMaxFindsTheMaxAnywhere) {
           << cols << " " << at;
       EXPECT_EQ(plain, row) << "the identity map leaves the row as it is";
       std::vector<float> mapped = row;
-      const float got = MapRowAndMaxAvx2(mapped.data(), cols, {0.5f, bias.data()});
+      const float got =
+          MapRowAndMaxAvx2(mapped.data(), cols, {0.5f, bias.data()});
       float want = -INFINITY;
       for (int64_t c = 0; c < cols; ++c) {
         const float m = std::fma(row[c], 0.5f, bias[c]);
@@ -95,7 +96,8 @@ TEST(CpuRowsAvx2Test, RowDotMatchesDoubleSum) {
       want += double{a[c]} * b[c];
       scale += std::abs(double{a[c]} * b[c]);
     }
-    EXPECT_NEAR(RowDotAvx2(a.data(), b.data(), cols), want, 1e-6 * scale + 1e-30)
+    EXPECT_NEAR(RowDotAvx2(a.data(), b.data(), cols), want,
+                1e-6 * scale + 1e-30)
         << cols;
   }
 }
@@ -107,7 +109,8 @@ TEST(CpuRowsAvx2Test, RowExpDotIsTheRowExpAndItsDot) {
     const std::vector<float> z = Uniform(cols, 0.0f, 3.0f, cols + 5);
     const float offset = -2.0f, epsilon = 1e-4f;
     std::vector<float> row = row0;
-    const float dot = RowExpDotAvx2(row.data(), cols, offset, epsilon, z.data());
+    const float dot =
+        RowExpDotAvx2(row.data(), cols, offset, epsilon, z.data());
     double want_dot = 0;
     for (int64_t c = 0; c < cols; ++c) {
       const double argument = double{row0[c]} - offset;

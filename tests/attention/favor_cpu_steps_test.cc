@@ -18,7 +18,8 @@ TEST(FavorCpuStepsTest, ProductsEqualLibTorchsOnEveryBackEnd) {
   const at::Tensor a_t = at::randn({depth, rows});  // a = a_tᵀ
   const at::Tensor b_wide = at::randn({depth, cols + 5});
   const at::Tensor b = b_wide.narrow(1, 0, cols);
-  const at::Tensor want = at::matmul(a_t.t().to(at::kDouble), b.to(at::kDouble));
+  const at::Tensor want =
+      at::matmul(a_t.t().to(at::kDouble), b.to(at::kDouble));
   const cpu::MatrixView a{a_t.data_ptr<float>(), 1, rows};
   for (const bool fast : {true, false}) {
     cpu::SetFastGemmEnabled(fast);
@@ -27,13 +28,14 @@ TEST(FavorCpuStepsTest, ProductsEqualLibTorchsOnEveryBackEnd) {
            cols, /*accumulate=*/false);
     MatMul(rows, cols, depth, a, b_wide.data_ptr<float>(), cols + 5, c.data(),
            cols, /*accumulate=*/true);
-    const at::Tensor got = at::from_blob(c.data(), {rows, cols}).to(at::kDouble);
+    const at::Tensor got =
+        at::from_blob(c.data(), {rows, cols}).to(at::kDouble);
     EXPECT_LT((got - 2 * want).abs().max().item<double>(), 1e-4) << fast;
     if (fast && ProductsOnPackedAvx2()) {
       std::vector<float> p(rows * cols, 1e30f);
-      const float* packed = PackedForAvx2(ScratchSlot::kPackedValues, depth,
-                                          cols, b_wide.data_ptr<float>(),
-                                          cols + 5);
+      const float* packed =
+          PackedForAvx2(ScratchSlot::kPackedValues, depth, cols,
+                        b_wide.data_ptr<float>(), cols + 5);
       PackedProduct(rows, cols, depth, a, packed, p.data(), cols, false);
       PackedProduct(rows, cols, depth, a, packed, p.data(), cols, true);
       const at::Tensor packed_got =
@@ -75,8 +77,8 @@ TEST(FavorCpuStepsTest, KeptValuesZeroPaddingRowsAndCountTheRest) {
 
 TEST(FavorCpuStepsTest, KeptValueBitsCopyOnlyUnderAMask) {
   const int64_t rows = 3, dv = 2, stride = 4;
-  const std::vector<cpu::BFloat16Bits> values = {1, 2, 9, 9, 3, 4, 9, 9,
-                                                 5, 6, 9, 9};
+  const std::vector<cpu::BFloat16Bits> values = {1, 2, 9, 9, 3, 4,
+                                                 9, 9, 5, 6, 9, 9};
   std::vector<cpu::BFloat16Bits> scratch(rows * dv, 77);
   int64_t kept_stride = 0;
   EXPECT_EQ(KeptValueBits(values.data(), stride, rows, dv, nullptr,
@@ -84,8 +86,8 @@ TEST(FavorCpuStepsTest, KeptValueBitsCopyOnlyUnderAMask) {
             values.data());
   EXPECT_EQ(kept_stride, stride);
   const uint8_t keep[rows] = {1, 0, 1};
-  EXPECT_EQ(KeptValueBits(values.data(), stride, rows, dv, keep,
-                          scratch.data(), &kept_stride),
+  EXPECT_EQ(KeptValueBits(values.data(), stride, rows, dv, keep, scratch.data(),
+                          &kept_stride),
             scratch.data());
   EXPECT_EQ(kept_stride, dv);
   EXPECT_EQ(scratch, (std::vector<cpu::BFloat16Bits>{1, 2, 0, 0, 5, 6}));
