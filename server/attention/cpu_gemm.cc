@@ -6,10 +6,10 @@
 
 #include "server/attention/cpu_features.h"
 #include "server/attention/cpu_tiles.h"
+#include "server/common/multiversion.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#ifdef FAVOR_X86_TARGETS
 #include <immintrin.h>
-#define FAVOR_HAVE_TILE_GEMM 1
 #endif
 
 namespace favor::attention::cpu {
@@ -49,7 +49,7 @@ struct BSource {
   }
 };
 
-#ifdef FAVOR_HAVE_TILE_GEMM
+#ifdef FAVOR_X86_TARGETS
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
 // own -Wmaybe-uninitialized then reports (a known false positive).
 #pragma GCC diagnostic push
@@ -244,7 +244,7 @@ void GemmPortable(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
 
 // The widest kernel this CPU runs.
 GemmKernel WidestKernel() {
-#ifdef FAVOR_HAVE_TILE_GEMM
+#ifdef FAVOR_X86_TARGETS
   static const GemmKernel widest = [] {
     const CpuFeatures cpu = DetectedCpuFeatures();
     if (cpu.avx512f) return GemmKernel::kAvx512;
@@ -292,7 +292,7 @@ void Run(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
          bool accumulate, const float* bias) {
   if (rows <= 0 || cols <= 0) return;
   const Start start = StartOf(accumulate, bias);
-#ifdef FAVOR_HAVE_TILE_GEMM
+#ifdef FAVOR_X86_TARGETS
   if (kernel == GemmKernel::kAvx512) {
     return GemmAvx512(rows, cols, depth, a, source, c, ldc, start, bias);
   }

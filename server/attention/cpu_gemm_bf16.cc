@@ -5,10 +5,10 @@
 
 #include "server/attention/cpu_features.h"
 #include "server/attention/cpu_tiles.h"
+#include "server/common/multiversion.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#ifdef FAVOR_X86_TARGETS
 #include <immintrin.h>
-#define FAVOR_HAVE_AVX512_BF16_GEMM 1
 #endif
 
 namespace favor::attention::cpu {
@@ -42,7 +42,7 @@ inline uint32_t PairOf(const BFloat16Bits* a, bool single) {
   return pair;
 }
 
-#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+#ifdef FAVOR_X86_TARGETS
 // As in cpu_gemm.cc: GCC 12's intrinsics trip its own
 // -Wmaybe-uninitialized.
 #pragma GCC diagnostic push
@@ -226,7 +226,7 @@ void GemmPortable(int64_t rows, int64_t cols, int64_t depth, PairLayout a,
 }  // namespace
 
 bool GemmBF16IsFast() {
-#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+#ifdef FAVOR_X86_TARGETS
   static const bool has = DetectedCpuFeatures().avx512_bf16 &&
                           DetectedCpuFeatures().avx512bw &&
                           DetectedCpuFeatures().avx512vl;
@@ -241,7 +241,7 @@ void SetFastGemmBF16Enabled(bool enabled) {
 }
 
 void PackBF16(int64_t depth, int64_t cols, MatrixView b, BFloat16Bits* packed) {
-#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+#ifdef FAVOR_X86_TARGETS
   if (b.column_stride == 1 && GemmBF16IsFast()) {
     PackRowsAvx512(depth, cols, b.data, b.row_stride, packed);
     return;
@@ -268,7 +268,7 @@ void CopyBF16(int64_t rows, int64_t cols, const BFloat16Bits* x,
 
 void PackBF16(int64_t depth, int64_t cols, const BFloat16Bits* b, int64_t ldb,
               BFloat16Bits* packed) {
-#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+#ifdef FAVOR_X86_TARGETS
   if (GemmBF16IsFast()) {
     PackBitsAvx512(depth, cols, b, ldb, packed);
     return;
@@ -284,7 +284,7 @@ void PackBF16(int64_t depth, int64_t cols, const BFloat16Bits* b, int64_t ldb,
 
 void ConvertToBF16(int64_t rows, int64_t cols, MatrixView x, BFloat16Bits* out,
                    int64_t ldo) {
-#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+#ifdef FAVOR_X86_TARGETS
   if (x.column_stride == 1 && GemmBF16IsFast()) {
     ConvertRowsAvx512(rows, cols, x.data, x.row_stride, out, ldo);
     return;
@@ -304,7 +304,7 @@ void GemmPairs(int64_t rows, int64_t cols, int64_t depth, PairLayout a,
                const BFloat16Bits* packed_b, float* c, int64_t ldc,
                bool accumulate) {
   if (rows <= 0 || cols <= 0) return;
-#ifdef FAVOR_HAVE_AVX512_BF16_GEMM
+#ifdef FAVOR_X86_TARGETS
   if (GemmBF16IsFast()) {
     GemmAvx512BF16(rows, cols, depth, a, packed_b, c, ldc, accumulate);
     return;

@@ -7,10 +7,10 @@
 #include "server/attention/cpu_features.h"
 #include "server/attention/cpu_gemm.h"
 #include "server/attention/cpu_tiles.h"
+#include "server/common/multiversion.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#ifdef FAVOR_X86_TARGETS
 #include <immintrin.h>
-#define FAVOR_HAVE_INT8_TILES 1
 #endif
 
 namespace favor::attention::cpu {
@@ -104,7 +104,7 @@ void GemmInt8Portable(int64_t rows, int64_t cols, int64_t depth,
   }
 }
 
-#ifdef FAVOR_HAVE_INT8_TILES
+#ifdef FAVOR_X86_TARGETS
 __attribute__((target("avx2"))) void QuantizeRowsAvx2(
     int64_t rows, int64_t depth, const float* a, int64_t lda, uint8_t* q,
     int64_t q_stride, float* scales, int32_t* zero_points) {
@@ -383,7 +383,7 @@ __attribute__((target("avx2"))) void GemmInt8Avx2(
 }  // namespace
 
 Int8Kernel ActiveInt8Kernel() {
-#ifdef FAVOR_HAVE_INT8_TILES
+#ifdef FAVOR_X86_TARGETS
   static const bool avx2 = DetectedCpuFeatures().avx2;
   if (avx2 && ActiveGemmKernel() >= GemmKernel::kAvx2) return Int8Kernel::kAvx2;
 #endif
@@ -434,7 +434,7 @@ void QuantizeWeightInt8(int64_t depth, int64_t cols, const float* b,
 void QuantizeRowsInt8(int64_t rows, int64_t depth, const float* a, int64_t lda,
                       uint8_t* q, int64_t q_stride, float* scales,
                       int32_t* zero_points) {
-#ifdef FAVOR_HAVE_INT8_TILES
+#ifdef FAVOR_X86_TARGETS
   if (ActiveInt8Kernel() == Int8Kernel::kAvx2) {
     return QuantizeRowsAvx2(rows, depth, a, lda, q, q_stride, scales,
                             zero_points);
@@ -447,7 +447,7 @@ void GemmInt8With(Int8Kernel kernel, int64_t rows, int64_t cols,
                   int64_t depth, const Int8Rows& a, const Int8Weight& b,
                   float* c, int64_t ldc, bool accumulate, const float* bias) {
   if (rows <= 0 || cols <= 0) return;
-#ifdef FAVOR_HAVE_INT8_TILES
+#ifdef FAVOR_X86_TARGETS
   if (kernel == Int8Kernel::kAvx2) {
     return GemmInt8Avx2(rows, cols, depth, a, b, c, ldc, accumulate, bias);
   }

@@ -9,9 +9,8 @@
 #include "server/attention/cpu_rows_avx2.h"
 #include "server/common/multiversion.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#ifdef FAVOR_X86_TARGETS
 #include <immintrin.h>
-#define FAVOR_HAVE_AVX512_PATH 1
 #endif
 
 namespace favor::attention::cpu {
@@ -143,7 +142,7 @@ void RowExpPortable(float* row, int64_t cols, float offset, float epsilon,
   }
 }
 
-#ifdef FAVOR_HAVE_AVX512_PATH
+#ifdef FAVOR_X86_TARGETS
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
 // own -Wmaybe-uninitialized then reports (a known false positive).
 #pragma GCC diagnostic push
@@ -209,7 +208,7 @@ using RowExpFn = void (*)(float*, int64_t, float, float, float*);
 // The best RowExp for this CPU, chosen once.
 RowExpFn RowExp() {
   static const RowExpFn fn = [] {
-#ifdef FAVOR_HAVE_AVX512_PATH
+#ifdef FAVOR_X86_TARGETS
     const CpuFeatures cpu = DetectedCpuFeatures();
     if (cpu.avx512f) return &RowExpAvx512;
     if (cpu.avx2 && cpu.fma) return &RowExpAvx2;
@@ -229,7 +228,7 @@ void Exp(const float* x, float* y, int64_t n) {
 FAVOR_MULTIVERSION
 void RowSquaredNorms(const float* x, int64_t rows, int64_t cols, int64_t stride,
                      float scale, float* h) {
-#ifdef FAVOR_HAVE_AVX2_ROWS
+#ifdef FAVOR_X86_TARGETS
   if (RowsOnAvx2()) {
     for (int64_t i = 0; i < rows; ++i) {
       const float* row = x + i * stride;
@@ -264,7 +263,7 @@ float ExpWithRunningShift(float* u, const float* h, const uint8_t* keep,
       std::fill(row, row + cols, 0.0f);
       continue;
     }
-#ifdef FAVOR_HAVE_AVX2_ROWS
+#ifdef FAVOR_X86_TARGETS
     const float row_max = RowsOnAvx2() ? MapRowAndMaxAvx2(row, cols, logits)
                                        : MapRowAndMax(row, cols, logits);
 #else
@@ -287,7 +286,7 @@ FAVOR_MULTIVERSION
 void QueryFeaturesWithDot(float* u, const float* h, int64_t rows, int64_t cols,
                           float epsilon, const float* z, float* dot,
                           LogitAffine logits) {
-#ifdef FAVOR_HAVE_AVX2_ROWS
+#ifdef FAVOR_X86_TARGETS
   if (RowsOnAvx2()) {
     for (int64_t i = 0; i < rows; ++i) {
       float* row = u + i * cols;

@@ -1,6 +1,6 @@
 #include "server/attention/cpu_rows_avx2.h"
 
-#ifdef FAVOR_HAVE_AVX2_ROWS
+#ifdef FAVOR_X86_TARGETS
 
 #include <immintrin.h>
 
@@ -191,4 +191,4 @@ bool RowsOnAvx2() {
 
 }  // namespace favor::attention::cpu
 
-#endif  // FAVOR_HAVE_AVX2_ROWS
+#endif  // FAVOR_X86_TARGETS

@@ -10,15 +10,11 @@
 #include <cstdint>
 
 #include "server/attention/cpu_kernels.h"
-
-// Where these loops are compiled: x86-64 with GCC (their target attributes).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FAVOR_HAVE_AVX2_ROWS 1
-#endif
+#include "server/common/multiversion.h"
 
 namespace favor::attention::cpu {
 
-#ifdef FAVOR_HAVE_AVX2_ROWS
+#ifdef FAVOR_X86_TARGETS
 // Whether the row loops should take these versions: AVX2 and FMA are the
 // widest this CPU has (within FAVOR_CPU_ISA). Decided once.
 bool RowsOnAvx2();

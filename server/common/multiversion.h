@@ -6,7 +6,15 @@
 #ifndef FAVOR_SERVER_COMMON_MULTIVERSION_H_
 #define FAVOR_SERVER_COMMON_MULTIVERSION_H_
 
+// FAVOR_X86_TARGETS is defined where code may carry GCC's target
+// attributes and x86 intrinsics (x86-64 with GCC): the kernels written for
+// one ISA (AVX2, AVX-512, AVX-512 BF16 and VNNI) compile only there, and
+// are picked at run time (server/attention/cpu_features.h).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FAVOR_X86_TARGETS 1
+#endif
+
+#ifdef FAVOR_X86_TARGETS
 #define FAVOR_MULTIVERSION \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

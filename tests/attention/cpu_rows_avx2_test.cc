@@ -9,7 +9,7 @@
 namespace favor::attention::cpu {
 namespace {
 
-#ifdef FAVOR_HAVE_AVX2_ROWS
+#ifdef FAVOR_X86_TARGETS
 
 // The loops run wherever the processor has AVX2 and FMA (RowsOnAvx2() only
 // says whether cpu_kernels.cc picks them), so they are checked here on
