@@ -22,11 +22,17 @@
 
 #include "server/attention/attention.h"
 #include "server/attention/cpu_allocator.h"
+#include "server/attention/cpu_features.h"
 #include "server/attention/cpu_gemm.h"
 #include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/parallelism.h"
 #include "server/attention/projection.h"
 #include "server/attention/torch_compat.h"
+#include "server/common/multiversion.h"
+
+#ifdef FAVOR_X86_TARGETS
+#include <immintrin.h>
+#endif
 
 namespace favor::attention {
 namespace {
@@ -277,14 +283,85 @@ void ProductsGemm(benchmark::State& state) { RunProducts(state, true); }
 // every block) or on cpu::Gemm (LinearGemm; what model/layers.cc runs where
 // the CPU has its tiles). Args: in, out (the default model's QKV 256→768,
 // feed-forward 256→1024 and 1024→256).
+// The core's arithmetic ceiling: twelve independent chains of fused
+// multiply-adds on the widest vectors the CPU has (8 lanes with AVX2, 16
+// with AVX-512), no loads or stores: what a register tile's inner loop
+// would reach if feeding it cost nothing. One thread. LinearPackedGemm's
+// rate over this one is how much of the core the tiles use. (noipa: else
+// GCC finds the chains pure and runs them once for all iterations.)
+constexpr int kFmaChains = 12;
+constexpr int64_t kFmaSteps = int64_t{1} << 22;
+int fma_lanes = 0;  // FmaPeak's vector width, for the summary
+#ifdef FAVOR_X86_TARGETS
+__attribute__((target("avx2,fma"), noipa)) float FmaChainsAvx2(
+    int64_t steps) {
+  __m256 acc[kFmaChains];
+  for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm256_set1_ps(i);
+  const __m256 scale = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-6f);
+  for (int64_t k = 0; k < steps; ++k) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kFmaChains; ++i) {
+      acc[i] = _mm256_fmadd_ps(acc[i], scale, add);
+    }
+  }
+  for (int i = 1; i < kFmaChains; ++i) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+  return _mm256_cvtss_f32(acc[0]);
+}
+
+__attribute__((target("avx512f"), noipa)) float FmaChainsAvx512(
+    int64_t steps) {
+  __m512 acc[kFmaChains];
+  for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_set1_ps(i);
+  const __m512 scale = _mm512_set1_ps(0.999999f), add = _mm512_set1_ps(1e-6f);
+  for (int64_t k = 0; k < steps; ++k) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kFmaChains; ++i) {
+      acc[i] = _mm512_fmadd_ps(acc[i], scale, add);
+    }
+  }
+  for (int i = 1; i < kFmaChains; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc[0]);
+  return lanes[0];
+}
+#endif
+
+void FmaPeak(benchmark::State& state) {
+  const int64_t steps = kFmaSteps;
+  int lanes = 0;
+#ifdef FAVOR_X86_TARGETS
+  const cpu::CpuFeatures features = cpu::DetectedCpuFeatures();
+  lanes = features.avx512f ? 16 : features.avx2 && features.fma ? 8 : 0;
+#endif
+  if (lanes == 0) {
+    state.SkipWithError("no AVX2 with FMA on this CPU");
+    return;
+  }
+  for (auto _ : state) {
+#ifdef FAVOR_X86_TARGETS
+    benchmark::DoNotOptimize(lanes == 16 ? FmaChainsAvx512(steps)
+                                         : FmaChainsAvx2(steps));
+#endif
+  }
+  fma_lanes = lanes;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * lanes * kFmaChains * steps,
+                         benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
+}
+
+// The linear rows' inputs: kLinearBlocks blocks of kLinearRows tokens (the
+// rows one thread takes of a batch).
+constexpr int64_t kLinearRows = 256, kLinearBlocks = 16;
+
 // How a linear layer's product runs: the BLAS, cpu::Gemm reading the
 // weight in place, or cpu::Gemm on the weight packed once (what the model
 // does, Linear::packed).
 enum class LinearOn { kBlas, kGemm, kPackedGemm };
 
 void RunLinear(benchmark::State& state, LinearOn on) {
-  const int64_t in = state.range(0), out = state.range(1), rows = 256;
-  const int64_t blocks = 16;
+  const int64_t in = state.range(0), out = state.range(1);
+  const int64_t rows = kLinearRows, blocks = kLinearBlocks;
   if (on != LinearOn::kBlas && !cpu::GemmIsFast()) {
     state.SkipWithError("no register-tile Gemm on this CPU (or --cpu_gemm=0)");
     return;
@@ -407,6 +484,7 @@ BENCHMARK(Linear)->Apply([](auto* b) {
 BENCHMARK(LinearGemm)->Apply([](auto* b) {
   Configure(b)->Args({256, 768})->Args({256, 1024})->Args({1024, 256});
 });
+BENCHMARK(FmaPeak)->Apply([](auto* b) { Configure(b); });
 BENCHMARK(LinearPackedGemm)->Apply([](auto* b) {
   Configure(b)->Args({256, 768})->Args({256, 1024})->Args({1024, 256});
 });
@@ -467,6 +545,23 @@ void PrintTargets() {
     const auto paired = Timings().find(name + "/real_time:x_sgemm");
     row("FAVOR+ L=" + std::string(length) + " / sgemm rate (paired)",
         paired == Timings().end() ? 0.0 : paired->second, 0.60, true);
+  }
+  // How much of one core the packed tiles use (no bound: the ceiling).
+  const double peak = seconds("FmaPeak");
+  if (peak > 0 && fma_lanes > 0) {
+    const double peak_rate = 2.0 * fma_lanes * kFmaChains * kFmaSteps / peak;
+    std::printf("%-44s", "packed tiles / one core's FMA peak");
+    for (const auto& [in, out] :
+         {std::pair{256, 768}, std::pair{256, 1024}, std::pair{1024, 256}}) {
+      const double t = seconds("LinearPackedGemm/" + std::to_string(in) + "/" +
+                               std::to_string(out));
+      if (t > 0) {
+        std::printf(" %dx%d %.2f", in, out,
+                    2.0 * kLinearBlocks * kLinearRows * in * out / t /
+                        peak_rate);
+      }
+    }
+    std::printf("\n");
   }
   row("exact / FAVOR+ time at L=16384",
       ratio(seconds("Exact/16384"), seconds("Favor/16384")), 20, true);

@@ -133,11 +133,11 @@ __attribute__((target("avx512f"))) void GemmAvx512(
       });
 }
 
-// The AVX2 tile: rows × (8 · kVectors) of c, six rows of two vectors
-// keeping 12 of the 16 registers as accumulators. AVX2 has no mask
-// registers, and its masked moves are slow (vmaskmovps): only a panel
-// whose last vector is partial (kPartial) uses them, for that vector, with
-// `mask` holding −1 in its lanes in use.
+// The AVX2 tile: rows × (8 · kVectors) of c, kAvx2TileRows (four) rows of
+// kAvx2Vectors (three) vectors keeping 12 of the 16 registers as
+// accumulators. AVX2 has no mask registers, and its masked moves are slow
+// (vmaskmovps): only a panel whose last vector is partial (kPartial) uses
+// them, for that vector, with `mask` holding −1 in its lanes in use.
 template <int kRows, int kVectors, bool kPartial>
 __attribute__((target("avx2,fma"), always_inline)) inline void Tile256(
     int64_t depth, MatrixView a, const float* b, int64_t ldb, float* c,

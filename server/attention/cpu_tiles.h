@@ -1,8 +1,8 @@
 // The loops that the register-tile products (cpu_gemm.cc in float32,
 // cpu_gemm_bf16.cc in bfloat16) share: a product's columns go in panels of
-// up to kMaxVectors vectors of kLanes lanes (AVX-512: four of 16; AVX2: two
-// of 8), the last one masked, and each panel's rows in tiles of up to six;
-// tile shapes are template arguments (the accumulators must be registers),
+// up to kMaxVectors vectors of kLanes lanes (AVX-512: four of 16; AVX2:
+// three of 8), the last one masked, and each panel's rows in tiles of up to
+// six rows (AVX-512) or four (AVX2); tile shapes are template arguments (the accumulators must be registers),
 // chosen here from run-time counts.
 //
 // The callbacks are lambdas carrying the caller's target attribute (GCC
