@@ -277,12 +277,6 @@ void RunProducts(benchmark::State& state, bool gemm) {
 void Products(benchmark::State& state) { RunProducts(state, false); }
 void ProductsGemm(benchmark::State& state) { RunProducts(state, true); }
 
-// The encoder's linear layers on one core, as its row blocks run them: 16
-// blocks of 256 rows × `in` features times an (in × out) weight plus its
-// bias, on the BLAS (LibTorch's addmm: OpenBLAS packs the weight again for
-// every block) or on cpu::Gemm (LinearGemm; what model/layers.cc runs where
-// the CPU has its tiles). Args: in, out (the default model's QKV 256→768,
-// feed-forward 256→1024 and 1024→256).
 // The core's arithmetic ceiling: twelve independent chains of fused
 // multiply-adds on the widest vectors the CPU has (8 lanes with AVX2, 16
 // with AVX-512), no loads or stores: what a register tile's inner loop
@@ -293,8 +287,7 @@ constexpr int kFmaChains = 12;
 constexpr int64_t kFmaSteps = int64_t{1} << 22;
 int fma_lanes = 0;  // FmaPeak's vector width, for the summary
 #ifdef FAVOR_X86_TARGETS
-__attribute__((target("avx2,fma"), noipa)) float FmaChainsAvx2(
-    int64_t steps) {
+__attribute__((target("avx2,fma"), noipa)) float FmaChainsAvx2(int64_t steps) {
   __m256 acc[kFmaChains];
   for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm256_set1_ps(i);
   const __m256 scale = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-6f);
@@ -308,8 +301,7 @@ __attribute__((target("avx2,fma"), noipa)) float FmaChainsAvx2(
   return _mm256_cvtss_f32(acc[0]);
 }
 
-__attribute__((target("avx512f"), noipa)) float FmaChainsAvx512(
-    int64_t steps) {
+__attribute__((target("avx512f"), noipa)) float FmaChainsAvx512(int64_t steps) {
   __m512 acc[kFmaChains];
   for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_set1_ps(i);
   const __m512 scale = _mm512_set1_ps(0.999999f), add = _mm512_set1_ps(1e-6f);
@@ -350,8 +342,12 @@ void FmaPeak(benchmark::State& state) {
                          benchmark::Counter::kIs1000);
 }
 
-// The linear rows' inputs: kLinearBlocks blocks of kLinearRows tokens (the
-// rows one thread takes of a batch).
+// The encoder's linear layers on one core, as its row blocks run them:
+// kLinearBlocks blocks of kLinearRows rows × `in` features times an (in ×
+// out) weight plus its bias, on the BLAS (LibTorch's addmm: OpenBLAS packs
+// the weight again for every block) or on cpu::Gemm (LinearGemm; what
+// model/layers.cc runs where the CPU has its tiles). Args: in, out (the
+// default model's QKV 256→768, feed-forward 256→1024 and 1024→256).
 constexpr int64_t kLinearRows = 256, kLinearBlocks = 16;
 
 // How a linear layer's product runs: the BLAS, cpu::Gemm reading the
@@ -556,9 +552,9 @@ void PrintTargets() {
       const double t = seconds("LinearPackedGemm/" + std::to_string(in) + "/" +
                                std::to_string(out));
       if (t > 0) {
-        std::printf(" %dx%d %.2f", in, out,
-                    2.0 * kLinearBlocks * kLinearRows * in * out / t /
-                        peak_rate);
+        std::printf(
+            " %dx%d %.2f", in, out,
+            2.0 * kLinearBlocks * kLinearRows * in * out / t / peak_rate);
       }
     }
     std::printf("\n");
