@@ -45,6 +45,7 @@ def _m(id, file, kind, original, replacement, labels, exclude="", regex="",
 
 
 ATT = "server/attention/"
+DIS = "tools/distill/"
 BAT = "server/batching/"
 SRV = "server/service/"
 MET = "server/metrics/"
@@ -833,4 +834,11 @@ MUTANTS = [
        "  if (!status.ok() && status.code() != absl::StatusCode::kUnavailable)"
        " request->Complete(status);", "service|batching",
        regex=r"^(PartRefusalTest|BatcherPartRefusalTest)\."),
+    # --- tools/distill ----------------------------------------------------
+    _m("swap-report-scaled-twice", DIS + "swap_report.py", "swapped operand",
+       "approx = attend(q, k, v,", "approx = attend(qs, ks, v,", "model",
+       regex=r"^swap_report_test$"),
+    _m("swap-report-keys-as-queries", DIS + "swap_report.py", "swapped operand",
+       '"q2": token_mean((qs * qs)', '"q2": token_mean((ks * ks)', "model",
+       regex=r"^swap_report_test$"),
 ]
