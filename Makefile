@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 3600
 
 .PHONY: deps configure build test test-platform serve bench soak image image-gpu \
 	format clean fuzz-build fuzz mutate train-default train-data retrieval-bench \
-	transfer-study bench-peers distill
+	transfer-study bench-peers distill swap-report
 
 deps:
 	@scripts/install-deps.sh
@@ -174,6 +174,19 @@ distill: build
 		--features $(DISTILL_FEATURES) --epsilon $(DISTILL_EPSILON) \
 		--lr $(DISTILL_LR) --cosine-weight $(DISTILL_COSINE_WEIGHT) \
 		$(DISTILL_FLAGS)
+
+# Before distilling: how far the teacher's attention is from the student's
+# kernel, layer by layer (query and key norms, row entropy, the kernel's
+# error at each m of SWAP_REPORT_FEATURES against uniform attention's;
+# tools/distill/swap_report.py, models/README.md).
+SWAP_REPORT_FEATURES ?= 256,4096
+swap-report: build
+	@test -e $(DISTILL_DATA) || $(MAKE) train-data
+	@OMP_WAIT_POLICY=passive /usr/bin/python3 tools/distill/swap_report.py \
+		--model $(DISTILL_TEACHER) \
+		--favor-model $(BUILD_DIR)/server/model/tools/favor-model \
+		--data $(DISTILL_DATA) --kernel $(DISTILL_KERNEL) \
+		--features $(SWAP_REPORT_FEATURES) --epsilon $(DISTILL_EPSILON)
 
 # The container image (Dockerfile; docs/container.md), with podman (which
 # make deps installs) or: docker build -t favor . In a sandbox without
