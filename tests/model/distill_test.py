@@ -14,7 +14,7 @@ vocabulary written here. Checks:
      the teacher's tokenizer, training.json, README.md) that favor-server
      serves, and the served embeddings equal the tool's own forward on that
      folder to 1e-4, for short texts and one past the curriculum's length;
-     for FAVOR+ and for FAVOR++;
+     for FAVOR+ (at epsilon 1e-4 and make distill's 1e-8) and for FAVOR++;
   3. a run stopped half-way and resumed writes the same bytes as one that
      was not stopped, and a snapshot taken on the way (--snapshot-at) is the
      student of its step and changes nothing in the run.
@@ -174,6 +174,15 @@ def main():
         parity(server, favor_model, plus_plus, probe,
                {"kernel": "favor++", "num_random_features": 64, "projection_seed": 5,
                 "feature_epsilon": 1e-4}, "favor++ (m 64, seed 5)", failures)
+
+        # make distill's epsilon (1e-8, docs/models.md's fifth round): the
+        # features nearly unfloored, the served student still the tool's.
+        small_epsilon = os.path.join(work, "small_epsilon")
+        run_distill(favor_model, teacher, texts, small_epsilon, "--steps", "4",
+                    "--epsilon", "1e-8")
+        parity(server, favor_model, small_epsilon, probe,
+               {"kernel": "favor+", "num_random_features": 256, "projection_seed": 0,
+                "feature_epsilon": 1e-8}, "favor+ (epsilon 1e-8)", failures)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for failure in failures:
