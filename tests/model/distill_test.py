@@ -48,7 +48,7 @@ WORDS = ("the a server reads long documents and attends over tokens page lines "
 DISTILL = os.path.join(_ROOT, "tools", "distill", "distill.py")
 
 
-def make_teacher(favor_model, folder):
+def make_teacher(favor_model, folder, init_std=0.3):
     vocab = (["[PAD]"] + [f"[unused{i}]" for i in range(99)] +
              ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS)) +
              ["##s", "##ing", "##ed"])
@@ -58,7 +58,7 @@ def make_teacher(favor_model, folder):
     subprocess.run([favor_model, "init", "--output", folder, "--kernel", "softmax",
                     "--layers", "2", "--hidden", "32", "--heads", "2", "--ffn", "64",
                     "--vocab", str(len(vocab)), "--tokenizer", vocab_file,
-                    "--init_std", "0.3"], check=True, stdout=subprocess.DEVNULL)
+                    "--init_std", str(init_std)], check=True, stdout=subprocess.DEVNULL)
 
 
 def sentences(count, seed, low=3, high=40):

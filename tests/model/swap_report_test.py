@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tools/distill/swap_report.py on tiny softmax models that favor-model init
-writes.
+writes (distill_test's teacher, at two weight scales).
 
     swap_report_test.py FAVOR_MODEL
 
@@ -35,24 +35,10 @@ _ROOT = os.path.join(_HERE, "..", "..")
 sys.path.insert(0, _HERE)
 sys.path.insert(0, os.path.join(_ROOT, "tools"))
 import distill_hf_test  # noqa: E402
+import distill_test  # noqa: E402
 import export_state_dict  # noqa: E402
 
 REPORT = os.path.join(_ROOT, "tools", "distill", "swap_report.py")
-WORDS = ("the a server reads long documents and attends over tokens page lines "
-         "cost more per token than short sentence compress files utility "
-         "web browser daemon clock time python fonts dog cat music chess").split()
-
-
-def make_model(favor_model, folder, init_std):
-    vocab = (["[PAD]"] + [f"[unused{i}]" for i in range(99)] +
-             ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS)))
-    vocab_file = os.path.join(os.path.dirname(folder), "vocab.txt")
-    with open(vocab_file, "w") as f:
-        f.write("\n".join(vocab) + "\n")
-    subprocess.run([favor_model, "init", "--output", folder, "--kernel", "softmax",
-                    "--layers", "2", "--hidden", "32", "--heads", "2", "--ffn", "64",
-                    "--vocab", str(len(vocab)), "--tokenizer", vocab_file,
-                    "--init_std", str(init_std)], check=True, stdout=subprocess.DEVNULL)
 
 
 def double_first_queries(source, output):
@@ -94,12 +80,10 @@ def main():
     try:
         texts = os.path.join(work, "texts.txt")
         with open(texts, "w") as f:
-            for i in range(60):
-                f.write(" ".join(WORDS[(i * 7 + j * 3) % len(WORDS)]
-                                 for j in range(5 + i % 20)) + "\n")
+            f.write("\n".join(distill_test.sentences(60, 0, 5, 24)) + "\n")
         large = os.path.join(work, "large", "model")
         os.makedirs(os.path.dirname(large))
-        make_model(favor_model, large, 0.3)
+        distill_test.make_teacher(favor_model, large, 0.3)
         doubled = os.path.join(work, "doubled")
         double_first_queries(large, doubled)
 
@@ -122,7 +106,7 @@ def main():
 
         small = os.path.join(work, "small", "model")
         os.makedirs(os.path.dirname(small))
-        make_model(favor_model, small, 0.08)
+        distill_test.make_teacher(favor_model, small, 0.08)
         scaling = report(favor_model, small, texts, work, "--features", "16,4096")
         for i, layer in enumerate(scaling["layers"], 1):
             print(f"layer {i}: q² {layer['q2']:.3f}, k² {layer['k2']:.3f}; error m 16 "
