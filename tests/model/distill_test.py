@@ -175,7 +175,7 @@ def main():
                {"kernel": "favor++", "num_random_features": 64, "projection_seed": 5,
                 "feature_epsilon": 1e-4}, "favor++ (m 64, seed 5)", failures)
 
-        # make distill's epsilon (1e-8, docs/models.md's fifth round): the
+        # make distill's epsilon (1e-8, docs/models.md, "Why the swap"): the
         # features nearly unfloored, the served student still the tool's.
         small_epsilon = os.path.join(work, "small_epsilon")
         run_distill(favor_model, teacher, texts, small_epsilon, "--steps", "4",

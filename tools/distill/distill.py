@@ -87,7 +87,7 @@ def parse_args(argv=None):
                    help="m, random features (default: the teacher's, else 256)")
     p.add_argument("--epsilon", type=float, default=1e-4,
                    help="feature epsilon (default the server's; make distill uses "
-                        "1e-8, which distils better: docs/models.md, fifth round)")
+                        "1e-8, which distils better: docs/models.md, \"Why the swap\")")
     p.add_argument("--projection-seed", type=int, default=-1,
                    help="default: the teacher's projection_seed, else 0")
     p.add_argument("--steps", type=int, default=1000)

@@ -26,7 +26,7 @@ has it) and gives, averaged over the texts:
 Where the FAVOR+ error is near uniform attention's at every m, the swapped
 model does not approximate its teacher: it attends almost uniformly, and
 distillation must re-learn the attention rather than refine it
-(docs/models.md, issue 37's fifth round). Each layer reads the exact
+(docs/models.md, "Why the swap costs what it does"). Each layer reads the exact
 model's inputs, so the errors do not compound.
 """
 
