@@ -30,8 +30,9 @@ Steps:
      said so, when none was quiet; under each float32 ratio not met, the
      share of the sgemm rate that Favor would need to meet it (at or above
      100%, no float32 encoder doing these FLOPs on products at the sgemm
-     rate could). The exit status is 0 whatever the goals (a benchmark, not
-     a test).
+     rate could), and the share of the two cores' FMA peak (at or above
+     100%, none could at all). The exit status is 0 whatever the goals (a
+     benchmark, not a test).
 
 What is timed: the encoder forward over token ids to the pooled, normalised
 embedding. model_bench's Model::Embed does that (on a random model of the
@@ -42,8 +43,11 @@ it; ONNX Runtime's mean is the same over its timed runs (run_ort.mjs).
 
 sgemm: torch.mm in float32 on two 2048 x 2048 matrices, in /usr/bin/python3
 (Debian's torch, whose torch.mm calls OpenBLAS), 2 threads, best of 3
-batches of 5 products, just before each Favor measurement. Favor's share of it counts the
-encoder's FLOPs per token, from config.json:
+batches of 5 products, just before each Favor measurement; and the FMA
+peak of two cores (attention_bench's FmaPeak on one, times two) beside
+it, the ceiling no kernel passes where the BLAS does not know the CPU.
+Favor's shares of them count the encoder's FLOPs per token, from
+config.json:
     layers x (8 h^2 + 4 h F + 8 m h)
 linear layers (query, key, value, output: 2 h^2 each; feed-forward h x F
 and F x h: 2 h F each) plus FAVOR+ with m features per head of size d
@@ -162,6 +166,23 @@ def sgemm_gflops():
                OMP_NUM_THREADS=str(THREADS))
     return float(subprocess.run(["/usr/bin/python3", "-c", code], env=env,
                                 check=True, capture_output=True, text=True).stdout)
+
+
+def fma_peak_gflops(build):
+    """Two cores' peak: attention_bench's FmaPeak (independent fused
+    multiply-adds on the CPU's widest vectors, no memory, one thread), best
+    of 3, times THREADS. Beside sgemm because the BLAS may not know the CPU:
+    Debian's OpenBLAS 0.3.21 runs its AVX2 kernels on AMD's Zen 5, at half
+    of what the core can do, and a share of that rate says little."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run(
+            [os.path.join(build, "bench", "attention_bench"), "--threads=1",
+             "--benchmark_filter=^FmaPeak/", "--benchmark_repetitions=3",
+             f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
+            check=True, capture_output=True)
+        runs = [b["GFLOP/s"] for b in json.loads(out.read())["benchmarks"]
+                if b.get("run_type") == "iteration"]
+    return THREADS * max(runs) / 1e9
 
 
 def cpu_description():
@@ -308,25 +329,28 @@ def rate_cell(rounds, note):
 
 
 def sgemm_shares(results, sgemm, shape, flops):
-    """Per round: Favor's encoder FLOP/s over the sgemm rate measured just
-    before it."""
+    """Per round: Favor's encoder FLOP/s over the sgemm rate (or the FMA
+    peak) measured just before it."""
     return [f["mean"] * flops / (g * 1e9)
             for f, g in zip(results[shape]["favor"], sgemm[shape])]
 
 
-def print_table(results, sgemm, flops):
+def print_table(results, sgemm, peak, flops):
     print("\n| shape | Favor FAVOR+ (model_bench): mean (best) | ONNX Runtime exact: "
           "mean (best) | ONNX Runtime FAVOR+: mean (best) | Favor / ORT exact, "
-          "means (bests) | Favor / ORT FAVOR+, means (bests) | Favor, share of sgemm |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "means (bests) | Favor / ORT FAVOR+, means (bests) | Favor, share of sgemm "
+          "| Favor, share of FMA peak |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for shape in SHAPES:
         r = results[shape]
         shares = sgemm_shares(results, sgemm, shape, flops)
+        of_peak = sgemm_shares(results, peak, shape, flops)
         print(f"| {shape[0]} × {shape[1]:,} | {rate_cell(r['favor'], 'no model_bench row')}"
               f" | {rate_cell(r['exact'], '(quadratic: not run)')}"
               f" | {rate_cell(r['favor+'], '')} | {ratio_cell(r['favor'], r['exact'])}"
               f" | {ratio_cell(r['favor'], r['favor+'])}"
-              f" | {spread(shares, percent) if shares else ''} |")
+              f" | {spread(shares, percent) if shares else ''}"
+              f" | {spread(of_peak, percent) if of_peak else ''} |")
     measured = [(key, name) for key, name in REDUCED
                 if any(results[shape][key] for shape in SHAPES)]
     if not measured:
@@ -370,12 +394,12 @@ def judged(values, quiet):
     return statistics.median(kept), which
 
 
-def print_goals(results, sgemm, foreign, flops, has_bfloat16):
+def print_goals(results, sgemm, peak, foreign, flops, has_bfloat16):
     print("\nGoals of issue 35 (each ratio: of means in the same round; the "
           "median over rounds in which others took at most "
           f"{percent(NOISY_SHARE)} of the CPUs):")
 
-    def goal(text, shape, values, target, needs=None):
+    def goal(text, shape, values, target, needs=None, needs_peak=None):
         if not values:
             print(f"  {text}: not measured")
             return
@@ -389,15 +413,21 @@ def print_goals(results, sgemm, foreign, flops, has_bfloat16):
             print(f"    to meet it Favor's float32 encoder would run at "
                   f"{percent(need)} of the same round's sgemm rate "
                   f"(counted as its FLOPs; it runs at {percent(have)})")
+            need, _ = judged(needs_peak, quiet)
+            have, _ = judged(sgemm_shares(results, peak, shape, flops), quiet)
+            print(f"    and at {percent(need)} of the two cores' FMA peak "
+                  f"(it runs at {percent(have)})")
 
     for shape in ((64, 128), (1, 512)):
         goal(f"Favor / ORT exact at {shape[0]} x {shape[1]}", shape,
              round_ratios(results, shape, "exact"), GOAL_VS_EXACT,
-             needed_shares(results, sgemm, shape, "exact", GOAL_VS_EXACT, flops))
+             needed_shares(results, sgemm, shape, "exact", GOAL_VS_EXACT, flops),
+             needed_shares(results, peak, shape, "exact", GOAL_VS_EXACT, flops))
     for shape in SHAPES[1:]:
         goal(f"Favor / ORT FAVOR+ at {shape[0]} x {shape[1]}", shape,
              round_ratios(results, shape, "favor+"), GOAL_VS_FAVOR,
-             needed_shares(results, sgemm, shape, "favor+", GOAL_VS_FAVOR, flops))
+             needed_shares(results, sgemm, shape, "favor+", GOAL_VS_FAVOR, flops),
+             needed_shares(results, peak, shape, "favor+", GOAL_VS_FAVOR, flops))
     for shape in SHAPES[2:]:
         goal(f"Favor's share of sgemm at {shape[0]} x {shape[1]}", shape,
              sgemm_shares(results, sgemm, shape, flops), GOAL_SGEMM)
@@ -474,6 +504,7 @@ def main():
     results = {s: {"favor": [], "int8": [], "bf16": [], "exact": [], "favor+": []}
                for s in SHAPES}
     sgemm = {s: [] for s in SHAPES}  # GFLOP/s, per shape and round
+    peak = {s: [] for s in SHAPES}  # two cores' FMA peak, GFLOP/s, the same
     foreign = {s: [] for s in SHAPES}  # others' share of the CPUs, per round
     load = ForeignLoad()
     for round_index in range(args.rounds):
@@ -482,6 +513,7 @@ def main():
             r = results[shape]
             load.start()
             sgemm[shape].append(sgemm_gflops())
+            peak[shape].append(fma_peak_gflops(build))
             favor = favor_rate(build, shape)
             if favor is None:
                 print(f"  model_bench has no row {model_bench_row(shape)}: "
@@ -497,6 +529,7 @@ def main():
             r["favor+"].append(ort_rate(peers, os.path.join(peers, "favor.onnx"), shape))
             foreign[shape].append(load.share())
             print(f"  {shape[0]} x {shape[1]}: sgemm {sgemm[shape][-1]:.0f} GFLOP/s, "
+                  f"FMA peak {peak[shape][-1]:.0f}, "
                   + ", ".join(f"{name} {k(v[-1]['mean'])}" for name, v in r.items() if v)
                   + f"; others took {percent(foreign[shape][-1])} of the CPUs", flush=True)
 
@@ -509,10 +542,10 @@ def main():
     if max(sum(foreign.values(), [])) > NOISY_SHARE:
         print(f"warning: other processes took over {percent(NOISY_SHARE)} of the CPUs "
               "in some blocks: those ratios are not a quiet machine's")
-    print_table(results, sgemm, flops)
+    print_table(results, sgemm, peak, flops)
     # bfloat16 rows where model_bench runs them: the CPU has AVX512-BF16
     # (within FAVOR_CPU_ISA).
-    print_goals(results, sgemm, foreign, flops,
+    print_goals(results, sgemm, peak, foreign, flops,
                 has_bfloat16=any(results[s]["bf16"] for s in SHAPES))
     print(f"\npeer_bench.py: {time.time() - started:.0f} s")
 
