@@ -233,14 +233,26 @@ void KeyAccumulator::Step(int64_t start, int64_t rows) {
 }
 
 KeyState KeyAccumulator::Finish() {
-  if (max_seen_ > shift_) {
-    const float scale = std::exp(shift_ - max_seen_);
-    sums_.mul_(scale);
-    feature_sums_.mul_(scale);
-  }
+  // [Σφ̃(k)vᵀ | Σφ̃(k)] written row by row into one (1, m, dv + 1) tensor,
+  // settled on the maximum as it is copied: a loop rather than a handful
+  // of tensor operations, which cost short sequences (one per head and
+  // layer) more than their keys' arithmetic.
+  const float scale = max_seen_ > shift_ ? std::exp(shift_ - max_seen_) : 1.0f;
   const auto opts = at::TensorOptions().dtype(at::kFloat);
-  return {at::cat({sums_, feature_sums_.unsqueeze(1)}, 1).unsqueeze(0),
-          at::full({1, 1, 1}, max_seen_, opts), value_sums_.view({1, 1, -1})};
+  at::Tensor sums = at::empty({1, m_, dv_ + 1}, opts);
+  float* out = sums.data_ptr<float>();
+  for (int64_t i = 0; i < m_; ++i, out += dv_ + 1) {
+    const float* row = sums_data_ + i * dv_;
+    if (scale == 1.0f) {
+      std::copy(row, row + dv_, out);
+      out[dv_] = feature_sums_data_[i];
+    } else {
+      for (int64_t j = 0; j < dv_; ++j) out[j] = row[j] * scale;
+      out[dv_] = feature_sums_data_[i] * scale;
+    }
+  }
+  return {std::move(sums), at::full({1, 1, 1}, max_seen_, opts),
+          value_sums_.view({1, 1, -1})};
 }
 
 }  // namespace

@@ -367,6 +367,18 @@ TEST_P(LinearKernelTest, CausalMatchesExplicitMaskedComputation) {
       1e-5);
 }
 
+// More keys than one range of key sums holds (4,096, kKeyRangeTokens in
+// linear_attention.cc): the sums of three ranges, computed apart and merged
+// (each at its own shift where the kernel has one), then the queries.
+TEST_P(LinearKernelTest, KeysOverSeveralRangesMatchExplicitComputation) {
+  const Inputs in = RandomInputs(1, 40, 9000, 14, InputScale(GetParam()));
+  const at::Tensor out =
+      AttendOrDie(in.q, in.k, in.v, at::Tensor(), Options(GetParam(), false));
+  EXPECT_LT(
+      RelativeError(out, ExplicitLinear(GetParam(), in.q, in.k, in.v, false)),
+      1e-5);
+}
+
 // One kernel of CausalOutputsDoNotDependOnLaterTokens (below).
 void CheckCausalPrefixIsItsOwn(Kernel kernel) {
   SCOPED_TRACE(KernelName(kernel));
