@@ -97,9 +97,12 @@ class KeyAccumulator {
 
   const bool bf16_;
   const int64_t d_, dv_, m_;
-  // Σφ̃(k)vᵀ, Σφ̃(k) and Σ[v | 1], and raw pointers into them and the inputs,
-  // taken once: the steps are short enough for tensor accessors to show.
-  at::Tensor sums_, feature_sums_, value_sums_;
+  // Σφ̃(k)vᵀ and Σφ̃(k) in plain buffers (Finish copies them into the
+  // state), Σ[v | 1] in the tensor it returns, and raw pointers into them
+  // and the inputs, taken once: the steps are short enough for tensor
+  // accessors to show.
+  std::vector<float> sums_, feature_sums_;
+  at::Tensor value_sums_;
   float* const sums_data_;
   float* const feature_sums_data_;
   float* const value_sums_data_;
@@ -131,11 +134,11 @@ KeyAccumulator::KeyAccumulator(const FeatureContext& context,
       d_(group.key.size(2)),
       dv_(group.value.size(2)),
       m_(context.num_features()),
-      sums_(at::zeros({m_, dv_}, at::kFloat)),
-      feature_sums_(at::zeros({m_}, at::kFloat)),
+      sums_(m_ * dv_),
+      feature_sums_(m_),
       value_sums_(at::zeros({dv_ + 1}, at::kFloat)),
-      sums_data_(sums_.data_ptr<float>()),
-      feature_sums_data_(feature_sums_.data_ptr<float>()),
+      sums_data_(sums_.data()),
+      feature_sums_data_(feature_sums_.data()),
       value_sums_data_(value_sums_.data_ptr<float>()),
       keys_(DataOr<float>(group.key, !bf16_)),
       values_(DataOr<float>(group.value, !bf16_)),

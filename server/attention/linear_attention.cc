@@ -160,10 +160,30 @@ at::Tensor LinearAttention::QueryState(const KeyState& keys) const {
     const at::Tensor normalised = DivideByLastColumn(keys.sums);
     return at::cat({normalised, at::ones_like(keys.sums.narrow(-1, 0, 1))}, -1);
   }
-  if (context_.epsilon() != 0.0f) {
-    return keys.sums + context_.epsilon() * keys.value_sums;
+  if (context_.epsilon() == 0.0f) return keys.sums;
+  const at::Tensor& sums = keys.sums;  // (G, F, dv + 1)
+  const at::Tensor& value_sums = keys.value_sums;  // (G, 1, dv + 1)
+  if (!sums.is_cpu() || sums.scalar_type() != at::kFloat ||
+      !sums.is_contiguous() || !value_sums.is_cpu() ||
+      value_sums.scalar_type() != at::kFloat || !value_sums.is_contiguous()) {
+    return sums + context_.epsilon() * value_sums;
   }
-  return keys.sums;
+  // The same sum as a loop: on the CPU path a group is one head of one
+  // sequence, and two broadcast tensor operations per head cost a batch of
+  // short sequences more than the arithmetic.
+  at::Tensor state = at::empty_like(sums);
+  const int64_t groups = sums.size(0), rows = sums.size(1);
+  const int64_t cols = sums.size(2);
+  const float epsilon = context_.epsilon();
+  const float* in = sums.data_ptr<float>();
+  const float* add = value_sums.data_ptr<float>();
+  float* out = state.data_ptr<float>();
+  for (int64_t g = 0; g < groups; ++g, add += cols) {
+    for (int64_t i = 0; i < rows; ++i, in += cols, out += cols) {
+      for (int64_t j = 0; j < cols; ++j) out[j] = in[j] + epsilon * add[j];
+    }
+  }
+  return state;
 }
 
 void LinearAttention::Queries(const HeadGroup& group, const at::Tensor& state,
