@@ -161,7 +161,7 @@ at::Tensor LinearAttention::QueryState(const KeyState& keys) const {
     return at::cat({normalised, at::ones_like(keys.sums.narrow(-1, 0, 1))}, -1);
   }
   if (context_.epsilon() == 0.0f) return keys.sums;
-  const at::Tensor& sums = keys.sums;  // (G, F, dv + 1)
+  const at::Tensor& sums = keys.sums;              // (G, F, dv + 1)
   const at::Tensor& value_sums = keys.value_sums;  // (G, 1, dv + 1)
   if (!sums.is_cpu() || sums.scalar_type() != at::kFloat ||
       !sums.is_contiguous() || !value_sums.is_cpu() ||
