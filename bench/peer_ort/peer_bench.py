@@ -328,11 +328,12 @@ def rate_cell(rounds, note):
             f"({spread([r['best'] for r in rounds], k)})")
 
 
-def sgemm_shares(results, sgemm, shape, flops):
-    """Per round: Favor's encoder FLOP/s over the sgemm rate (or the FMA
-    peak) measured just before it."""
+def shares_of(results, rates, shape, flops):
+    """Per round: Favor's encoder FLOP/s over a reference rate measured just
+    before it (`rates`: GFLOP/s per shape and round, the sgemm rate or the
+    FMA peak)."""
     return [f["mean"] * flops / (g * 1e9)
-            for f, g in zip(results[shape]["favor"], sgemm[shape])]
+            for f, g in zip(results[shape]["favor"], rates[shape])]
 
 
 def print_table(results, sgemm, peak, flops):
@@ -343,8 +344,8 @@ def print_table(results, sgemm, peak, flops):
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for shape in SHAPES:
         r = results[shape]
-        shares = sgemm_shares(results, sgemm, shape, flops)
-        of_peak = sgemm_shares(results, peak, shape, flops)
+        shares = shares_of(results, sgemm, shape, flops)
+        of_peak = shares_of(results, peak, shape, flops)
         print(f"| {shape[0]} × {shape[1]:,} | {rate_cell(r['favor'], 'no model_bench row')}"
               f" | {rate_cell(r['exact'], '(quadratic: not run)')}"
               f" | {rate_cell(r['favor+'], '')} | {ratio_cell(r['favor'], r['exact'])}"
@@ -368,14 +369,14 @@ def print_table(results, sgemm, peak, flops):
                   f" | {ratio_cell(r[key], r['favor'])} |")
 
 
-def needed_shares(results, sgemm, shape, peer, target, flops):
-    """Per round: the share of the sgemm rate (counted as Favor's encoder
-    FLOPs) that Favor would need to run `target` times the peer's mean; at
-    or above 100%, no float32 encoder doing these FLOPs on products at the
-    sgemm rate can meet the goal."""
+def needed_shares(results, rates, shape, peer, target, flops):
+    """Per round: the share of a reference rate (`rates`, as shares_of;
+    counted as Favor's encoder FLOPs) that Favor would need to run `target`
+    times the peer's mean; at or above 100% of the sgemm rate, no float32
+    encoder doing these FLOPs on products at that rate can meet the goal."""
     r = results[shape]
     return [target * p["mean"] * flops / (g * 1e9)
-            for p, g in zip(r[peer], sgemm[shape])]
+            for p, g in zip(r[peer], rates[shape])]
 
 
 def round_ratios(results, shape, peer, own="favor"):
@@ -409,12 +410,12 @@ def print_goals(results, sgemm, peak, foreign, flops, has_bfloat16):
         print(f"  {text}: {value:.2f} (goal >= {target}; {which}) {verdict}")
         if needs and value < target:
             need, _ = judged(needs, quiet)
-            have, _ = judged(sgemm_shares(results, sgemm, shape, flops), quiet)
+            have, _ = judged(shares_of(results, sgemm, shape, flops), quiet)
             print(f"    to meet it Favor's float32 encoder would run at "
                   f"{percent(need)} of the same round's sgemm rate "
                   f"(counted as its FLOPs; it runs at {percent(have)})")
             need, _ = judged(needs_peak, quiet)
-            have, _ = judged(sgemm_shares(results, peak, shape, flops), quiet)
+            have, _ = judged(shares_of(results, peak, shape, flops), quiet)
             print(f"    and at {percent(need)} of the two cores' FMA peak "
                   f"(it runs at {percent(have)})")
 
@@ -430,7 +431,7 @@ def print_goals(results, sgemm, peak, foreign, flops, has_bfloat16):
              needed_shares(results, peak, shape, "favor+", GOAL_VS_FAVOR, flops))
     for shape in SHAPES[2:]:
         goal(f"Favor's share of sgemm at {shape[0]} x {shape[1]}", shape,
-             sgemm_shares(results, sgemm, shape, flops), GOAL_SGEMM)
+             shares_of(results, sgemm, shape, flops), GOAL_SGEMM)
     for key, name in REDUCED:
         if results[(1, 512)][key]:
             goal(f"Favor {name} / ORT exact at 1 x 512", (1, 512),
