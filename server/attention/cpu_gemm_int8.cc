@@ -378,20 +378,159 @@ __attribute__((target("avx2"))) void GemmInt8Avx2(
         });
   }
 }
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its
+// own -W(maybe-)uninitialized then reports (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// kRows rows × 16 · kVectors columns of int32 sums in registers (six rows
+// of four vectors: 24 of the 32): per group of 4 k, each vector's 16
+// columns from two adjacent 8-column panels (two 32-byte loads joined),
+// one 4-byte broadcast per row, and one vpdpbusd per (row, vector): 64
+// multiply-adds with exact int32 sums, against vpmaddubsw's pairs through
+// int16. Then the AVX2 tile's epilogue, 16 lanes at a time, the last
+// vector's columns selected by `mask`; the same operations in the same
+// order (this file is built without FMA contraction), so the same bits.
+template <int kRows, int kVectors>
+__attribute__((target("avx512f,avx512bw,avx512vnni"),
+               always_inline)) inline void
+TileVnni(int64_t groups, const uint8_t* a, int64_t a_stride,
+         const int8_t* panel, int64_t panel_stride, const float* row_scales,
+         const int32_t* zero_points, const float* column_scales,
+         const int32_t* column_sums, float* c, int64_t ldc, __mmask16 mask,
+         bool accumulate, const float* bias) {
+  __m512i acc[kRows][kVectors];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_si512();
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    const int8_t* w = panel + g * kPanelGroupBytes;
+    __m512i b[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      const int8_t* low = w + 2 * v * panel_stride;
+      b[v] = _mm512_inserti64x4(
+          _mm512_zextsi256_si512(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low))),
+          _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(low + panel_stride)),
+          1);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      int32_t four;
+      std::memcpy(&four, a + r * a_stride + g * kGroupBytes, sizeof four);
+      const __m512i x = _mm512_set1_epi32(four);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) {
+        // The instruction itself: GCC 12 copies the accumulators through
+        // other registers and the stack around the builtin (half speed).
+        asm("vpdpbusd %2, %1, %0" : "+v"(acc[r][v]) : "v"(x), "v"(b[v]));
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    const __m512 row_scale = _mm512_set1_ps(row_scales[r]);
+    const __m512i zero_point = _mm512_set1_epi32(zero_points[r]);
+    float* out = c + r * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      const __mmask16 m = v == kVectors - 1 ? mask : __mmask16(0xFFFF);
+      const __m512i column_sum =
+          _mm512_maskz_loadu_epi32(m, column_sums + 16 * v);
+      const __m512i sum = _mm512_sub_epi32(
+          acc[r][v], _mm512_mullo_epi32(zero_point, column_sum));
+      __m512 y = _mm512_mul_ps(
+          _mm512_mul_ps(row_scale,
+                        _mm512_maskz_loadu_ps(m, column_scales + 16 * v)),
+          _mm512_cvtepi32_ps(sum));
+      if (bias != nullptr) {
+        y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, bias + 16 * v));
+      }
+      if (accumulate) {
+        y = _mm512_add_ps(_mm512_maskz_loadu_ps(m, out + 16 * v), y);
+      }
+      _mm512_mask_storeu_ps(out + 16 * v, m, y);
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void GemmInt8Vnni(
+    int64_t rows, int64_t cols, int64_t depth, const Int8Rows& a,
+    const Int8Weight& b, float* c, int64_t ldc, bool accumulate,
+    const float* bias) {
+  const int64_t groups = Int8PaddedDepth(depth) / kGroupBytes;
+  const int64_t panel_stride = groups * kPanelGroupBytes;
+  // A vector's second panel may be the one past the last: the packed
+  // weight's zero padding (kPaddingPanels), its lanes masked off.
+  ForEachPanel<16, 4>(
+      cols, [&](int64_t j, int vectors, int lanes) __attribute__((
+                target("avx512f,avx512bw,avx512vnni"))) {
+        const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
+        const int8_t* panel = b.packed + j / kInt8PanelColumns * panel_stride;
+        WithConstant<4>(
+            vectors, [&](auto v) __attribute__((
+                         target("avx512f,avx512bw,avx512vnni"))) {
+              ForEachTile(
+                  rows, [&](int64_t i, auto r) __attribute__((
+                            target("avx512f,avx512bw,avx512vnni"))) {
+                    TileVnni<decltype(r)::value, decltype(v)::value>(
+                        groups, a.data + i * a.stride, a.stride, panel,
+                        panel_stride, a.scales + i, a.zero_points + i,
+                        b.scales + j, b.column_sums + j, c + i * ldc + j, ldc,
+                        mask, accumulate, bias != nullptr ? bias + j : nullptr);
+                  });
+            });
+      });
+}
+#pragma GCC diagnostic pop
 #endif
 
 }  // namespace
 
-Int8Kernel ActiveInt8Kernel() {
+bool HasInt8Kernel(Int8Kernel kernel) {
 #ifdef FAVOR_X86_TARGETS
-  static const bool avx2 = DetectedCpuFeatures().avx2;
-  if (avx2 && ActiveGemmKernel() >= GemmKernel::kAvx2) return Int8Kernel::kAvx2;
+  static const CpuFeatures cpu = DetectedCpuFeatures();
+  switch (kernel) {
+    case Int8Kernel::kPortable:
+      return true;
+    case Int8Kernel::kAvx2:
+      return cpu.avx2;
+    case Int8Kernel::kAvx512Vnni:
+      return cpu.avx512f && cpu.avx512bw && cpu.avx512_vnni;
+  }
+  return false;
+#else
+  return kernel == Int8Kernel::kPortable;
 #endif
+}
+
+Int8Kernel ActiveInt8Kernel() {
+  const GemmKernel limit = ActiveGemmKernel();
+  if (limit >= GemmKernel::kAvx512 && HasInt8Kernel(Int8Kernel::kAvx512Vnni)) {
+    return Int8Kernel::kAvx512Vnni;
+  }
+  if (limit >= GemmKernel::kAvx2 && HasInt8Kernel(Int8Kernel::kAvx2)) {
+    return Int8Kernel::kAvx2;
+  }
   return Int8Kernel::kPortable;
 }
 
 const char* Int8KernelName(Int8Kernel kernel) {
-  return kernel == Int8Kernel::kAvx2 ? "avx2" : "portable";
+  switch (kernel) {
+    case Int8Kernel::kPortable:
+      return "portable";
+    case Int8Kernel::kAvx2:
+      return "avx2";
+    case Int8Kernel::kAvx512Vnni:
+      return "avx512-vnni";
+  }
+  return "unknown";
 }
 
 int64_t Int8PaddedDepth(int64_t depth) {
@@ -435,7 +574,7 @@ void QuantizeRowsInt8(int64_t rows, int64_t depth, const float* a, int64_t lda,
                       uint8_t* q, int64_t q_stride, float* scales,
                       int32_t* zero_points) {
 #ifdef FAVOR_X86_TARGETS
-  if (ActiveInt8Kernel() == Int8Kernel::kAvx2) {
+  if (ActiveInt8Kernel() != Int8Kernel::kPortable) {
     return QuantizeRowsAvx2(rows, depth, a, lda, q, q_stride, scales,
                             zero_points);
   }
@@ -448,6 +587,9 @@ void GemmInt8With(Int8Kernel kernel, int64_t rows, int64_t cols,
                   float* c, int64_t ldc, bool accumulate, const float* bias) {
   if (rows <= 0 || cols <= 0) return;
 #ifdef FAVOR_X86_TARGETS
+  if (kernel == Int8Kernel::kAvx512Vnni) {
+    return GemmInt8Vnni(rows, cols, depth, a, b, c, ldc, accumulate, bias);
+  }
   if (kernel == Int8Kernel::kAvx2) {
     return GemmInt8Avx2(rows, cols, depth, a, b, c, ldc, accumulate, bias);
   }

@@ -13,9 +13,12 @@
 // int16 for the sums to be exact, so activations take 0..kInt8ActivationMax
 // and weights −kInt8WeightMax..kInt8WeightMax with 2 · 127 · 127 = 32,258 ≤
 // 32,767 (oneDNN takes the other half: 8-bit activations, 7-bit weights).
+// With AVX512-VNNI, vpdpbusd does 64 such multiply-adds in one instruction,
+// straight into int32 (no int16 step), reading the same packed weight.
 //
 // The plain-loop kernel reads the same packed weight and makes the same
-// int32 sums and the same float epilogue: the same bits as AVX2's, on any
+// int32 sums and the same float epilogue: the same bits as AVX2's and
+// AVX512-VNNI's, on any
 // CPU (tests compare them).
 //
 // Implementation detail of server/attention and server/model: not for other
@@ -32,26 +35,35 @@ inline constexpr int kInt8WeightMax = 127;      // qw in [−127, 127]
 
 // The kernels GemmInt8 has.
 enum class Int8Kernel {
-  kPortable,  // plain loops
-  kAvx2,      // 4 × 24 tiles of int32 sums (AVX2): three panels
+  kPortable,    // plain loops
+  kAvx2,        // 4 × 24 tiles of int32 sums (AVX2): three panels
+  kAvx512Vnni,  // 6 × 64 tiles on vpdpbusd (AVX512-VNNI): eight panels
 };
 
-// AVX2 when the CPU has it (DetectedCpuFeatures, so within FAVOR_CPU_ISA)
-// and LimitGemmKernel allows kAvx2 or wider; else kPortable.
+// Whether this CPU runs `kernel` (DetectedCpuFeatures, so within
+// FAVOR_CPU_ISA): AVX2 for kAvx2, AVX-512 F and BW with VNNI for
+// kAvx512Vnni.
+bool HasInt8Kernel(Int8Kernel kernel);
+
+// The widest kernel the CPU has (HasInt8Kernel) that LimitGemmKernel
+// allows: kAvx512Vnni under kAvx512, kAvx2 under kAvx2; else kPortable.
 Int8Kernel ActiveInt8Kernel();
-const char* Int8KernelName(Int8Kernel kernel);  // "portable", "avx2"
+// "portable", "avx2", "avx512-vnni"
+const char* Int8KernelName(Int8Kernel kernel);
 
 // Depth rounded up to the 4 bytes that one 32-bit lane multiplies.
 int64_t Int8PaddedDepth(int64_t depth);
-// Columns of one packed panel: 8, one AVX2 vector of int32 sums (the tile
-// reads three). A layer's columns can be sliced at any multiple of 8
+// Columns of one packed panel: 8, one AVX2 vector of int32 sums (the AVX2
+// tile reads three; the AVX512-VNNI tile joins two per vector, four
+// vectors). A layer's columns can be sliced at any multiple of 8
 // (Linear::Columns: the fused query|key|value layer's parts, head groups).
 inline constexpr int64_t kInt8PanelColumns = 8;
 
 // A weight quantised by QuantizeWeightInt8: panels of kInt8PanelColumns
 // columns, each Int8PaddedDepth(depth) / 4 groups of (8 columns × 4 bytes,
 // k fastest), the last panel's missing columns and the padded k zero, then
-// two panels of zeros (a tile reads three panels from any panel on).
+// two panels of zeros (an AVX2 tile reads three panels from any panel on,
+// an AVX512-VNNI vector the panel after its first).
 struct Int8Weight {
   const int8_t* packed = nullptr;      // Int8PackedWeightBytes bytes
   const float* scales = nullptr;       // cols: sw(j)

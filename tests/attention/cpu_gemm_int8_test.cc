@@ -80,6 +80,22 @@ struct Operands {
 
 bool HasAvx2() { return DetectedCpuFeatures().avx2; }
 
+// The tile kernels this CPU runs (HasInt8Kernel), each compared with the
+// plain loops; a CPU with none has nothing to compare.
+std::vector<Int8Kernel> TileKernels() {
+  std::vector<Int8Kernel> kernels;
+  for (const Int8Kernel kernel : {Int8Kernel::kAvx2, Int8Kernel::kAvx512Vnni}) {
+    if (HasInt8Kernel(kernel)) kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
+std::vector<Int8Kernel> AllKernels() {
+  std::vector<Int8Kernel> kernels = TileKernels();
+  kernels.insert(kernels.begin(), Int8Kernel::kPortable);
+  return kernels;
+}
+
 // The documented quantisation, computed here from the formulas of
 // cpu_gemm_int8.h, not from the code under test.
 TEST(GemmInt8Test, QuantisationFollowsTheDocumentedFormulas) {
@@ -163,10 +179,10 @@ void CheckAgainstIntegerSums(Int8Kernel kernel, const Shape& s,
   }
 }
 
-const Shape kShapes[] = {{1, 1, 1},    {1, 24, 4},    {4, 24, 8},
-                         {5, 25, 5},   {3, 7, 3},     {9, 50, 13},
-                         {4, 48, 64},  {17, 71, 130}, {8, 768, 96},
-                         {6, 100, 768}};
+const Shape kShapes[] = {
+    {1, 1, 1},   {1, 24, 4},    {4, 24, 8},    {5, 25, 5},   {3, 7, 3},
+    {9, 50, 13}, {4, 48, 64},   {17, 71, 130}, {8, 768, 96}, {6, 100, 768},
+    {7, 64, 16}, {13, 120, 36}, {23, 200, 20}};
 
 TEST(GemmInt8Test, PortableKernelMatchesExactIntegerSums) {
   for (const Shape& s : kShapes) {
@@ -179,20 +195,70 @@ TEST(GemmInt8Test, PortableKernelMatchesExactIntegerSums) {
   }
 }
 
-TEST(GemmInt8Test, Avx2KernelIsTheSameBitsAsPortable) {
-  if (!HasAvx2()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
+// The AVX2 tiles (vpmaddubsw) and the AVX512-VNNI tiles (vpdpbusd) against
+// the plain loops: the same bits, on the shapes above (tiles of every row
+// count, last vectors of every width, panels past the last).
+void ExpectSameBitsAsPortable(Int8Kernel kernel) {
   for (const Shape& s : kShapes) {
     const Operands o(s);
     for (bool accumulate : {false, true}) {
       for (bool with_bias : {false, true}) {
         const std::vector<float> portable =
             o.Run(Int8Kernel::kPortable, accumulate, with_bias);
-        const std::vector<float> avx2 =
-            o.Run(Int8Kernel::kAvx2, accumulate, with_bias);
-        ASSERT_EQ(0, std::memcmp(portable.data(), avx2.data(),
+        const std::vector<float> tiles = o.Run(kernel, accumulate, with_bias);
+        ASSERT_EQ(0, std::memcmp(portable.data(), tiles.data(),
                                  portable.size() * sizeof(float)))
-            << "rows " << s.rows << " cols " << s.cols << " depth " << s.depth
-            << " accumulate " << accumulate << " bias " << with_bias;
+            << Int8KernelName(kernel) << " rows " << s.rows << " cols "
+            << s.cols << " depth " << s.depth << " accumulate " << accumulate
+            << " bias " << with_bias;
+      }
+    }
+  }
+}
+
+TEST(GemmInt8Test, Avx2KernelIsTheSameBitsAsPortable) {
+  if (!HasInt8Kernel(Int8Kernel::kAvx2)) {
+    GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
+  }
+  ExpectSameBitsAsPortable(Int8Kernel::kAvx2);
+}
+
+TEST(GemmInt8Test, Avx512VnniKernelIsTheSameBitsAsPortable) {
+  if (!HasInt8Kernel(Int8Kernel::kAvx512Vnni)) {
+    GTEST_SKIP() << "this CPU has no AVX512-VNNI: nothing to compare";
+  }
+  ExpectSameBitsAsPortable(Int8Kernel::kAvx512Vnni);
+}
+
+// Columns [8p, 8p + count) of a quantised weight, read from panel p on (as
+// Linear::Columns slices the fused query|key|value layer): the same values
+// as those columns of the whole product, though a tile's last vector reads
+// the panel after the slice (the next columns' weights, not the padding).
+TEST(GemmInt8Test, AColumnSliceIsThoseColumnsOfTheWhole) {
+  const Operands o({13, 136, 72});
+  const int64_t groups = Int8PaddedDepth(o.s.depth) / 4;
+  for (const Int8Kernel kernel : AllKernels()) {
+    const std::vector<float> whole = o.Run(kernel, true, true);
+    for (const auto& [panel, count] : {std::pair<int64_t, int64_t>{1, 8},
+                                       {1, 24},
+                                       {2, 72},
+                                       {3, 40},
+                                       {5, 96}}) {
+      const int64_t begin = panel * 8;
+      std::vector<float> out = o.c;
+      const Int8Weight slice{o.packed.data() + panel * groups * 32,
+                             o.w_scales.data() + begin,
+                             o.column_sums.data() + begin};
+      GemmInt8With(kernel, o.s.rows, count, o.s.depth, o.rows(), slice,
+                   out.data() + begin, o.ldc, true, o.bias.data() + begin);
+      for (int64_t i = 0; i < o.s.rows; ++i) {
+        for (int64_t j = 0; j < o.ldc; ++j) {
+          const bool inside = j >= begin && j < begin + count;
+          ASSERT_EQ(out[i * o.ldc + j],
+                    inside ? whole[i * o.ldc + j] : o.c[i * o.ldc + j])
+              << Int8KernelName(kernel) << " slice " << begin << "+" << count
+              << " at " << i << "," << j;
+        }
       }
     }
   }
@@ -230,8 +296,7 @@ TEST(GemmInt8Test, ExtremeValuesDoNotSaturate) {
                      o.q_stride, o.x_scales.data(), o.zero_points.data());
     ASSERT_EQ(o.q[0], 127);
     ASSERT_EQ(o.zero_points[0], 0);
-    for (const Int8Kernel kernel : {Int8Kernel::kPortable, Int8Kernel::kAvx2}) {
-      if (kernel == Int8Kernel::kAvx2 && !HasAvx2()) continue;
+    for (const Int8Kernel kernel : AllKernels()) {
       const std::vector<float> got = o.Run(kernel, false, false);
       for (int64_t j = 0; j < s.cols; ++j) {
         // 64 · 3 · 0.5, which int8 represents exactly here.
@@ -241,12 +306,11 @@ TEST(GemmInt8Test, ExtremeValuesDoNotSaturate) {
   }
 }
 
-// A row's result does not depend on the rows computed with it (tiles of 4,
-// 3, 2, 1 rows).
+// A row's result does not depend on the rows computed with it (tiles of 6
+// to 1 rows).
 TEST(GemmInt8Test, RowsAreIndependentOfTheirTile) {
   const Operands o({11, 53, 77});
-  for (const Int8Kernel kernel : {Int8Kernel::kPortable, Int8Kernel::kAvx2}) {
-    if (kernel == Int8Kernel::kAvx2 && !HasAvx2()) continue;
+  for (const Int8Kernel kernel : AllKernels()) {
     const std::vector<float> all = o.Run(kernel, true, true);
     for (int64_t i = 0; i < o.s.rows; ++i) {
       const std::vector<float> one = o.Run(kernel, true, true, i, 1);
@@ -280,9 +344,22 @@ TEST(GemmInt8Test, CloseToTheFloatProduct) {
 TEST(GemmInt8Test, ActiveKernelFollowsTheGemmLimit) {
   LimitGemmKernel(GemmKernel::kPortable);
   EXPECT_EQ(ActiveInt8Kernel(), Int8Kernel::kPortable);
-  LimitGemmKernel(GemmKernel::kAvx512);
+  LimitGemmKernel(GemmKernel::kAvx2);
   EXPECT_EQ(ActiveInt8Kernel(),
             HasAvx2() ? Int8Kernel::kAvx2 : Int8Kernel::kPortable);
+  LimitGemmKernel(GemmKernel::kAvx512);
+  EXPECT_EQ(ActiveInt8Kernel(), HasInt8Kernel(Int8Kernel::kAvx512Vnni)
+                                    ? Int8Kernel::kAvx512Vnni
+                                : HasAvx2() ? Int8Kernel::kAvx2
+                                            : Int8Kernel::kPortable);
+}
+
+TEST(GemmInt8Test, KernelsFollowTheCpu) {
+  const CpuFeatures cpu = DetectedCpuFeatures();
+  EXPECT_TRUE(HasInt8Kernel(Int8Kernel::kPortable));
+  EXPECT_EQ(HasInt8Kernel(Int8Kernel::kAvx2), cpu.avx2);
+  EXPECT_EQ(HasInt8Kernel(Int8Kernel::kAvx512Vnni),
+            cpu.avx512f && cpu.avx512bw && cpu.avx512_vnni);
 }
 
 }  // namespace
