@@ -385,6 +385,52 @@ __attribute__((target("avx2"))) void GemmInt8Avx2(
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+// QuantizeRowsAvx2 with 16 lanes: the same operations on each value
+// (min and max are exact; vcvtps2dq rounds to nearest even, as
+// nearbyint), so the same bytes, scales and zero points. The row's last
+// values go through the same masked vectors.
+__attribute__((target("avx512f,avx512bw"))) void QuantizeRowsAvx512(
+    int64_t rows, int64_t depth, const float* a, int64_t lda, uint8_t* q,
+    int64_t q_stride, float* scales, int32_t* zero_points) {
+  const auto tail = [depth](int64_t k) {
+    return depth - k >= 16 ? __mmask16(0xFFFF)
+                           : static_cast<__mmask16>((1u << (depth - k)) - 1);
+  };
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = a + i * lda;
+    __m512 lo16 = _mm512_setzero_ps(), hi16 = _mm512_setzero_ps();
+    for (int64_t k = 0; k < depth; k += 16) {
+      // Lanes past the row read as 0, which the range holds anyway.
+      const __m512 v = _mm512_maskz_loadu_ps(tail(k), x + k);
+      lo16 = _mm512_min_ps(lo16, v);
+      hi16 = _mm512_max_ps(hi16, v);
+    }
+    const RowQuantizer quantizer =
+        QuantizerFor(_mm512_reduce_min_ps(lo16), _mm512_reduce_max_ps(hi16));
+    uint8_t* out = q + i * q_stride;
+    const __m512 inverse = _mm512_set1_ps(quantizer.inverse);
+    const __m512i zero_point = _mm512_set1_epi32(quantizer.zero_point);
+    const __m512i top = _mm512_set1_epi32(kInt8ActivationMax);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512 limit = _mm512_set1_ps(256.0f);
+    const __m512 neg_limit = _mm512_set1_ps(-256.0f);
+    for (int64_t k = 0; k < depth; k += 16) {
+      const __mmask16 m = tail(k);
+      const __m512 scaled =
+          _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), inverse);
+      // In range and not NaN (ordered compares), as QuantizeOne.
+      const __mmask16 ok = _mm512_cmp_ps_mask(scaled, neg_limit, _CMP_GE_OQ) &
+                           _mm512_cmp_ps_mask(scaled, limit, _CMP_LE_OQ);
+      __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(scaled), zero_point);
+      v = _mm512_maskz_min_epi32(ok, _mm512_max_epi32(v, zero), top);
+      _mm512_mask_cvtepi32_storeu_epi8(out + k, m, v);
+    }
+    std::fill(out + depth, out + Int8PaddedDepth(depth), uint8_t{0});
+    scales[i] = quantizer.scale;
+    zero_points[i] = quantizer.zero_point;
+  }
+}
+
 // kRows rows × 16 · kVectors columns of int32 sums in registers (six rows
 // of four vectors: 24 of the 32): per group of 4 k, each vector's 16
 // columns from two adjacent 8-column panels (two 32-byte loads joined),
@@ -574,7 +620,12 @@ void QuantizeRowsInt8(int64_t rows, int64_t depth, const float* a, int64_t lda,
                       uint8_t* q, int64_t q_stride, float* scales,
                       int32_t* zero_points) {
 #ifdef FAVOR_X86_TARGETS
-  if (ActiveInt8Kernel() != Int8Kernel::kPortable) {
+  const Int8Kernel kernel = ActiveInt8Kernel();
+  if (kernel == Int8Kernel::kAvx512Vnni) {
+    return QuantizeRowsAvx512(rows, depth, a, lda, q, q_stride, scales,
+                              zero_points);
+  }
+  if (kernel == Int8Kernel::kAvx2) {
     return QuantizeRowsAvx2(rows, depth, a, lda, q, q_stride, scales,
                             zero_points);
   }

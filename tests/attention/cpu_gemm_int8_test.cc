@@ -264,19 +264,32 @@ TEST(GemmInt8Test, AColumnSliceIsThoseColumnsOfTheWhole) {
   }
 }
 
-// The AVX2 rows quantiser (used whenever the kernel is AVX2) against the
-// portable one: the same bytes, scales and zero points.
-TEST(GemmInt8Test, Avx2QuantisationIsTheSameAsPortable) {
-  if (!HasAvx2()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
+// The AVX2 rows quantiser (used whenever the kernel is AVX2) and the
+// AVX-512 one (with the AVX512-VNNI kernel) against the portable one: the
+// same bytes, scales and zero points, for rows of every tail length.
+void ExpectSameQuantisationAsPortable(GemmKernel limit) {
   for (const Shape& s : kShapes) {
     LimitGemmKernel(GemmKernel::kPortable);
     const Operands portable(s);
+    LimitGemmKernel(limit);
+    const Operands tiles(s);
     LimitGemmKernel(GemmKernel::kAvx512);
-    const Operands avx2(s);
-    EXPECT_EQ(portable.q, avx2.q) << s.depth;
-    EXPECT_EQ(portable.x_scales, avx2.x_scales) << s.depth;
-    EXPECT_EQ(portable.zero_points, avx2.zero_points) << s.depth;
+    EXPECT_EQ(portable.q, tiles.q) << s.depth;
+    EXPECT_EQ(portable.x_scales, tiles.x_scales) << s.depth;
+    EXPECT_EQ(portable.zero_points, tiles.zero_points) << s.depth;
   }
+}
+
+TEST(GemmInt8Test, Avx2QuantisationIsTheSameAsPortable) {
+  if (!HasAvx2()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
+  ExpectSameQuantisationAsPortable(GemmKernel::kAvx2);
+}
+
+TEST(GemmInt8Test, Avx512QuantisationIsTheSameAsPortable) {
+  if (!HasInt8Kernel(Int8Kernel::kAvx512Vnni)) {
+    GTEST_SKIP() << "this CPU has no AVX512-VNNI: nothing to compare";
+  }
+  ExpectSameQuantisationAsPortable(GemmKernel::kAvx512);
 }
 
 // Every pair of products at its extreme (activations 127, weights ±127):
