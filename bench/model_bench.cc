@@ -15,7 +15,8 @@
 // time and by CPU time (see Rates).
 //
 //   build/bench/model_bench [--threads=N] [--cpu_block_tokens=N]
-//       [--attention_chunk_tokens=N] [--benchmark_filter=...]
+//       [--cpu_sub_batch_tokens=N] [--attention_chunk_tokens=N]
+//       [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <time.h>
 #include <unistd.h>
@@ -188,6 +189,7 @@ void PrintRatio(const char* what, const std::string& numerator,
 
 // Flags of this program, taken out of argv before Google Benchmark sees
 // it: --threads=N (0: one per core), --cpu_block_tokens=N,
+// --cpu_sub_batch_tokens=N (0: whole batches layer by layer),
 // --attention_chunk_tokens=N and --gemm_kernel=portable|avx2|avx512 (the
 // widest cpu::Gemm kernel used; portable: the products on the BLAS, as
 // before the register-tile kernels ran them).
@@ -201,6 +203,9 @@ int TakeOwnFlags(int& argc, char** argv) {
     } else if (arg.rfind("--cpu_block_tokens=", 0) == 0) {
       favor::model::BenchOptions().cpu_block_tokens =
           std::atoll(arg.c_str() + 19);
+    } else if (arg.rfind("--cpu_sub_batch_tokens=", 0) == 0) {
+      favor::model::BenchOptions().cpu_sub_batch_tokens =
+          std::atoll(arg.c_str() + 23);
     } else if (arg.rfind("--gemm_kernel=", 0) == 0) {
       const std::string name = arg.substr(14);
       using favor::attention::cpu::GemmKernel;

@@ -372,6 +372,47 @@ absl::StatusOr<at::Tensor> Encoder::RunIsab(
 absl::StatusOr<PackedVectors> Encoder::Forward(
     const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
     const StageObserver& observer) const {
+  const int64_t limit = options_.sub_batch_tokens;
+  const int64_t total = offsets.back() - offsets.front();
+  // Only self-attention blocks keep sequences apart through every layer;
+  // an observer sees the whole batch's stages.
+  if (limit <= 0 || observer || config_.block != BlockType::kEncoder ||
+      offsets.size() <= 2 || total <= limit) {
+    return ForwardWhole(token_ids, offsets, observer);
+  }
+  PackedVectors out;
+  out.offsets.assign(offsets.begin(), offsets.end());
+  // Consecutive sequences up to `limit` tokens (a longer one alone), each
+  // run through every layer before the next: their activations stay in
+  // the caches from one layer to the next. Rows are computed independently
+  // of the rows beside them, so the vectors are the same bits either way.
+  for (size_t first = 0; first + 1 < offsets.size();) {
+    size_t last = first + 1;  // sequences [first, last)
+    while (last + 1 < offsets.size() &&
+           offsets[last + 1] - offsets[first] <= limit) {
+      ++last;
+    }
+    std::vector<int64_t> part(offsets.begin() + first,
+                              offsets.begin() + last + 1);
+    for (int64_t& offset : part) offset -= offsets[first];
+    const int64_t begin = offsets[first] - offsets.front();
+    const int64_t rows = part.back();
+    ASSIGN_OR_RETURN(
+        PackedVectors piece,
+        ForwardWhole(token_ids.narrow(0, begin, rows), part, nullptr));
+    if (!out.values.defined()) {
+      out.values =
+          at::empty({total, piece.values.size(1)}, piece.values.options());
+    }
+    out.values.narrow(0, begin, rows).copy_(piece.values);
+    first = last;
+  }
+  return out;
+}
+
+absl::StatusOr<PackedVectors> Encoder::ForwardWhole(
+    const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
+    const StageObserver& observer) const {
   const Tokens tokens = MakeTokens(token_ids, offsets);
   at::Tensor embedded = Embed(token_ids, tokens);
   if (observer) observer(embedded);

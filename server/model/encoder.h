@@ -57,6 +57,13 @@ struct EncoderOptions {
   attention::AttentionOptions attention;  // kernel etc. from the config
   int64_t block_tokens = 256;             // rows per ForEachRowBlock block
   bool parallel_blocks = true;            // CPU: threads claim blocks
+  // A batch of several sequences and more tokens than this runs as
+  // sub-batches of whole sequences of at most this many tokens (a longer
+  // sequence alone), each through every layer before the next, so that a
+  // sub-batch's activations stay in the caches between layers; 0: the
+  // whole batch layer by layer. Self-attention blocks only (kEncoder).
+  // ModelOptions documents the default.
+  int64_t sub_batch_tokens = 0;
   // Bytes of one attention pass's float32 inputs and output (Q, K, V and
   // the result of the heads in the pass): past it, attention runs over
   // groups of heads, one group's projections at a time (at least one head
@@ -103,6 +110,9 @@ class Encoder {
   // dtype (float32 or bfloat16 products, float32 sums); embedding sums,
   // residual sums, norms and attention run in float32 whatever it is, and
   // the vectors between stages are stored in the weights' dtype.
+  //
+  // A large batch runs in sub-batches (EncoderOptions::sub_batch_tokens),
+  // unless `observer` is set: the same vectors, bit for bit.
   absl::StatusOr<PackedVectors> Forward(
       const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
       const StageObserver& observer = nullptr) const;
@@ -111,6 +121,11 @@ class Encoder {
  private:
   // A packed batch's tokens: their offsets, positions and rotary tables.
   struct Tokens;
+
+  // Forward of the whole batch, layer by layer.
+  absl::StatusOr<PackedVectors> ForwardWhole(
+      const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
+      const StageObserver& observer) const;
 
   Tokens MakeTokens(const at::Tensor& token_ids,
                     absl::Span<const int64_t> offsets) const;

@@ -67,11 +67,11 @@ absl::StatusOr<c10::Device> ParseDevice(const ModelOptions& options) {
 absl::Status CheckModelOptions(const ModelOptions& options) {
   if (options.attention_chunk_tokens < 1 || options.cpu_block_tokens < 1 ||
       options.gpu_block_tokens < 1 || options.max_attention_pass_bytes < 1 ||
-      options.max_rotary_table_bytes < 0) {
+      options.max_rotary_table_bytes < 0 || options.cpu_sub_batch_tokens < 0) {
     return absl::InvalidArgumentError(
         "ModelOptions: attention_chunk_tokens, cpu_block_tokens, "
         "gpu_block_tokens and max_attention_pass_bytes must be at least 1, "
-        "max_rotary_table_bytes at least 0");
+        "max_rotary_table_bytes and cpu_sub_batch_tokens at least 0");
   }
   return absl::OkStatus();
 }
@@ -166,6 +166,7 @@ internal::EncoderOptions MakeEncoderOptions(const ModelConfig& config,
   encoder.parallel_blocks = device.is_cpu();
   encoder.block_tokens =
       device.is_cpu() ? options.cpu_block_tokens : options.gpu_block_tokens;
+  encoder.sub_batch_tokens = device.is_cpu() ? options.cpu_sub_batch_tokens : 0;
   encoder.max_attention_pass_bytes = options.max_attention_pass_bytes;
   encoder.max_rotary_table_bytes = options.max_rotary_table_bytes;
   return encoder;

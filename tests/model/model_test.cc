@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/attention/cpu_features.h"
 #include "server/attention/cpu_gemm.h"
 #include "server/model/safetensors.h"
 #include "tests/model/model_test_util.h"
@@ -205,6 +206,74 @@ TEST_F(ModelTest, ShortSequencesAndBlockTailsAreTheSameBitsPackedAndAlone) {
           EXPECT_LE(RelativeError(p, a), 1e-5)
               << length << " tokens after " << filler << ", row " << r;
         }
+      }
+    }
+  }
+}
+
+// A batch larger than cpu_sub_batch_tokens runs as sub-batches of whole
+// sequences, each through every layer before the next (a sequence longer
+// than the limit alone): the same vectors, bit for bit, as the whole batch
+// layer by layer (cpu_sub_batch_tokens 0), in every dtype the CPU runs,
+// with rotary positions and with RoBERTa's positions (numbered from the
+// token ids, sequence by sequence).
+TEST_F(ModelTest, SubBatchesAreTheSameBitsAsTheWholeBatch) {
+  const std::vector<int64_t> lengths = {37, 1, 130, 5, 20, 20, 9, 64, 2};
+  std::vector<int32_t> ids;
+  std::vector<int64_t> offsets = {0};
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    const std::vector<int32_t> seq = Tokens(lengths[s], static_cast<int>(s));
+    ids.insert(ids.end(), seq.begin(), seq.end());
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+  }
+  std::vector<ComputeDType> dtypes = {ComputeDType::kFloat32};
+  if (attention::cpu::DetectedCpuFeatures().avx2) {
+    dtypes.push_back(ComputeDType::kInt8);
+  }
+  if (attention::cpu::HasFastBFloat16(attention::cpu::DetectedCpuFeatures())) {
+    dtypes.push_back(ComputeDType::kBFloat16);
+  }
+  struct Case {
+    std::string name;
+    void (*apply)(ModelConfig&);
+  };
+  const Case cases[] = {
+      {"favor", [](ModelConfig&) {}},
+      {"rotary",
+       [](ModelConfig& c) {
+         c.position_embedding_type = PositionEmbedding::kRotary;
+       }},
+      {"after-padding", [](ModelConfig& c) {
+         c.position_ids = PositionIds::kAfterPadding;
+         c.pad_token_id = 1;
+         c.max_position_embeddings = c.max_sequence_length + 2;
+       }}};
+  for (const Case& c : cases) {
+    ModelConfig config = SmallConfig();
+    c.apply(config);
+    for (const ComputeDType dtype : dtypes) {
+      ModelOptions whole_options = SmallBlocks();
+      whole_options.dtype = dtype;
+      whole_options.cpu_sub_batch_tokens = 0;
+      ModelOptions split_options = whole_options;
+      split_options.cpu_sub_batch_tokens = 50;  // 5 sub-batches
+      const std::string name = c.name + "-" + std::string(NameOf(dtype));
+      const auto whole = Make(config, name + "-whole", whole_options);
+      const auto split = Make(config, name + "-split", split_options);
+      ASSERT_NE(whole, nullptr);
+      ASSERT_NE(split, nullptr);
+      EmbedOptions options;
+      options.pooling = Pooling::kNone;
+      options.normalize = false;
+      const Embeddings a = EmbedOrDie(*whole, ids, offsets, options);
+      const Embeddings b = EmbedOrDie(*split, ids, offsets, options);
+      ASSERT_EQ(a.row_offsets, b.row_offsets) << name;
+      ASSERT_EQ(a.values.size(), b.values.size()) << name;
+      for (int64_t r = 0; r < a.num_rows(); ++r) {
+        const auto x = a.Row(r), y = b.Row(r);
+        ASSERT_TRUE(std::equal(x.begin(), x.end(), y.begin()))
+            << name << ": row " << r << " differs, relative error "
+            << RelativeError(y, x);
       }
     }
   }
