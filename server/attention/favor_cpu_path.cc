@@ -228,7 +228,9 @@ void KeyAccumulator::Step(int64_t start, int64_t rows) {
       std::max(max_seen_, cpu::ExpWithRunningShift(
                               features_, half_.data(), keep_rows, &shift_, rows,
                               m_, feature_sums_data_, max_seen_, logits_));
-  if (shift_ != shift_before) {
+  // Sums made before the shift rose are rescaled to it; before the first
+  // kept key there are none (all zero).
+  if (shift_ != shift_before && shift_before != FeatureContext::kEmptyShift) {
     const float scale = std::exp(shift_before - shift_);
     for (int64_t i = 0; i < m_ * dv_; ++i) sums_data_[i] *= scale;
   }
