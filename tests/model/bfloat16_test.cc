@@ -230,13 +230,9 @@ TEST_F(BFloat16Test, PackedEqualsAloneToBFloat16Rounding) {
   auto model = Model::Load(dir_ + "/model", BFloat16());
   ASSERT_TRUE(model.ok()) << model.status();
   const std::vector<int64_t> lengths = {37, 1, 130, 5, 64, 2};
-  std::vector<int32_t> ids;
-  std::vector<int64_t> offsets = {0};
-  for (size_t s = 0; s < lengths.size(); ++s) {
-    const std::vector<int32_t> seq = Tokens(lengths[s], static_cast<int>(s));
-    ids.insert(ids.end(), seq.begin(), seq.end());
-    offsets.push_back(static_cast<int64_t>(ids.size()));
-  }
+  const PackedBatch batch = Pack(lengths);
+  const std::vector<int32_t>& ids = batch.ids;
+  const std::vector<int64_t>& offsets = batch.offsets;
   for (const Pooling pooling : {Pooling::kNone, Pooling::kMean}) {
     EmbedOptions options;
     options.pooling = pooling;

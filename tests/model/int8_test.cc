@@ -104,13 +104,9 @@ TEST_F(Int8Test, PackedEqualsAloneExactlyAndDiffersFromFloat32) {
   auto float32 = Model::Load(dir_ + "/model", SmallBlocks());
   ASSERT_TRUE(model.ok() && float32.ok());
   const std::vector<int64_t> lengths = {37, 1, 130, 5, 64, 2};
-  std::vector<int32_t> ids;
-  std::vector<int64_t> offsets = {0};
-  for (size_t s = 0; s < lengths.size(); ++s) {
-    const std::vector<int32_t> seq = Tokens(lengths[s], static_cast<int>(s));
-    ids.insert(ids.end(), seq.begin(), seq.end());
-    offsets.push_back(static_cast<int64_t>(ids.size()));
-  }
+  const PackedBatch batch = Pack(lengths);
+  const std::vector<int32_t>& ids = batch.ids;
+  const std::vector<int64_t>& offsets = batch.offsets;
   EmbedOptions none;
   none.pooling = Pooling::kNone;
   const Embeddings packed = EmbedOrDie(**model, ids, offsets, none);

@@ -219,13 +219,9 @@ TEST_F(ModelTest, ShortSequencesAndBlockTailsAreTheSameBitsPackedAndAlone) {
 // token ids, sequence by sequence).
 TEST_F(ModelTest, SubBatchesAreTheSameBitsAsTheWholeBatch) {
   const std::vector<int64_t> lengths = {37, 1, 130, 5, 20, 20, 9, 64, 2};
-  std::vector<int32_t> ids;
-  std::vector<int64_t> offsets = {0};
-  for (size_t s = 0; s < lengths.size(); ++s) {
-    const std::vector<int32_t> seq = Tokens(lengths[s], static_cast<int>(s));
-    ids.insert(ids.end(), seq.begin(), seq.end());
-    offsets.push_back(static_cast<int64_t>(ids.size()));
-  }
+  const PackedBatch batch = Pack(lengths);
+  const std::vector<int32_t>& ids = batch.ids;
+  const std::vector<int64_t>& offsets = batch.offsets;
   std::vector<ComputeDType> dtypes = {ComputeDType::kFloat32};
   if (attention::cpu::DetectedCpuFeatures().avx2) {
     dtypes.push_back(ComputeDType::kInt8);

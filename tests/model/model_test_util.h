@@ -52,6 +52,22 @@ inline std::vector<int32_t> Tokens(int64_t length, int seed, int vocab = 50) {
   return ids;
 }
 
+// Sequences of `lengths` (sequence s: Tokens(lengths[s], s)) packed into
+// one batch: their ids and offsets.
+struct PackedBatch {
+  std::vector<int32_t> ids;
+  std::vector<int64_t> offsets = {0};
+};
+inline PackedBatch Pack(const std::vector<int64_t>& lengths) {
+  PackedBatch batch;
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    const std::vector<int32_t> seq = Tokens(lengths[s], static_cast<int>(s));
+    batch.ids.insert(batch.ids.end(), seq.begin(), seq.end());
+    batch.offsets.push_back(static_cast<int64_t>(batch.ids.size()));
+  }
+  return batch;
+}
+
 // max |a − b| / max |b|.
 inline double RelativeError(absl::Span<const float> a,
                             absl::Span<const float> b) {
