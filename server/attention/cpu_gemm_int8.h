@@ -18,8 +18,7 @@
 //
 // The plain-loop kernel reads the same packed weight and makes the same
 // int32 sums and the same float epilogue: the same bits as AVX2's and
-// AVX512-VNNI's, on any
-// CPU (tests compare them).
+// AVX512-VNNI's, on any CPU (tests compare them).
 //
 // Implementation detail of server/attention and server/model: not for other
 // modules.

@@ -373,11 +373,11 @@ absl::StatusOr<PackedVectors> Encoder::Forward(
     const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
     const StageObserver& observer) const {
   const int64_t limit = options_.sub_batch_tokens;
-  const int64_t total = offsets.back() - offsets.front();
+  const int64_t total = offsets.back();
   // Only self-attention blocks keep sequences apart through every layer;
   // an observer sees the whole batch's stages.
   if (limit <= 0 || observer || config_.block != BlockType::kEncoder ||
-      offsets.size() <= 2 || total <= limit) {
+      offsets.size() <= 2 || offsets.front() != 0 || total <= limit) {
     return ForwardWhole(token_ids, offsets, observer);
   }
   PackedVectors out;
@@ -395,7 +395,7 @@ absl::StatusOr<PackedVectors> Encoder::Forward(
     std::vector<int64_t> part(offsets.begin() + first,
                               offsets.begin() + last + 1);
     for (int64_t& offset : part) offset -= offsets[first];
-    const int64_t begin = offsets[first] - offsets.front();
+    const int64_t begin = offsets[first];
     const int64_t rows = part.back();
     ASSIGN_OR_RETURN(
         PackedVectors piece,
