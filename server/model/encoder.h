@@ -59,10 +59,10 @@ struct EncoderOptions {
   bool parallel_blocks = true;            // CPU: threads claim blocks
   // A batch of several sequences and more tokens than this runs as
   // sub-batches of whole sequences of at most this many tokens (a longer
-  // sequence alone), each through every layer before the next, so that a
-  // sub-batch's activations stay in the caches between layers; 0: the
-  // whole batch layer by layer. Self-attention blocks only (kEncoder).
-  // ModelOptions documents the default.
+  // sequence alone), each through every layer before the next, side by
+  // side on the threads when there are enough; 0: the whole batch layer by
+  // layer. Self-attention blocks only (kEncoder). ModelOptions documents
+  // the default.
   int64_t sub_batch_tokens = 0;
   // Bytes of one attention pass's float32 inputs and output (Q, K, V and
   // the result of the heads in the pass): past it, attention runs over

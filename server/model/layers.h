@@ -19,6 +19,23 @@
 
 namespace favor::model::internal {
 
+// fn(i) for every i in [0, n) on the intra-op threads, each thread taking
+// the next index when it finishes one (a thread slowed by another process
+// does not hold back the rest, as a static split would). OpenMP workers do
+// not inherit the caller's thread-local state, among it c10::InferenceMode
+// (without it they may not write inference tensors): it travels with them.
+template <typename Fn>
+void ForEachClaimed(int64_t n, Fn&& fn) {
+  const at::ThreadLocalState caller_state;
+  std::atomic<int64_t> next{0};
+  const int64_t workers =
+      std::min<int64_t>(n, static_cast<int64_t>(at::get_num_threads()));
+  at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
+    const at::ThreadLocalStateGuard guard(caller_state);
+    for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+  });
+}
+
 // Runs fn(begin, end) over [0, rows) in blocks of `block_rows`. On CPU
 // (`parallel`), the intra-op threads claim blocks one at a time: BLAS is
 // single-threaded in Favor (server/attention/parallelism.h), so a big GEMM
@@ -51,18 +68,7 @@ void ForEachRowBlock(int64_t rows, int64_t block_rows, bool parallel, Fn&& fn) {
     for (int64_t b = 0; b < blocks; ++b) run_block(b);
     return;
   }
-  // OpenMP workers do not inherit the caller's thread-local state, among
-  // it c10::InferenceMode; without it they may not write inference tensors.
-  const at::ThreadLocalState caller_state;
-  std::atomic<int64_t> next{0};
-  const int64_t workers =
-      std::min<int64_t>(blocks, static_cast<int64_t>(at::get_num_threads()));
-  at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
-    const at::ThreadLocalStateGuard guard(caller_state);
-    for (int64_t b = next.fetch_add(1); b < blocks; b = next.fetch_add(1)) {
-      run_block(b);
-    }
-  });
+  ForEachClaimed(blocks, run_block);
 }
 
 // y = x Wᵀ + b (PyTorch's nn.Linear), with W stored transposed so that the

@@ -212,13 +212,19 @@ TEST_F(ModelTest, ShortSequencesAndBlockTailsAreTheSameBitsPackedAndAlone) {
 }
 
 // A batch larger than cpu_sub_batch_tokens runs as sub-batches of whole
-// sequences, each through every layer before the next (a sequence longer
-// than the limit alone): the same vectors, bit for bit, as the whole batch
-// layer by layer (cpu_sub_batch_tokens 0), in every dtype the CPU runs,
+// sequences, each through every layer (a sequence longer than the limit
+// alone, the others side by side on the threads when there are enough):
+// the same vectors, bit for bit, as the whole batch layer by layer
+// (cpu_sub_batch_tokens 0), in every dtype the CPU runs,
 // with rotary positions and with RoBERTa's positions (numbered from the
 // token ids, sequence by sequence).
 TEST_F(ModelTest, SubBatchesAreTheSameBitsAsTheWholeBatch) {
-  const std::vector<int64_t> lengths = {37, 1, 130, 5, 20, 20, 9, 64, 2};
+  // Two sequences past the limit (50), which run alone on every thread,
+  // and 21 sub-batches of shorter ones, which run side by side, a thread
+  // each, on up to 5 threads (4 sub-batches a thread), else one after
+  // another.
+  std::vector<int64_t> lengths = {37, 1, 130, 5, 20, 20, 9, 64, 2};
+  for (int64_t i = 0; i < 30; ++i) lengths.push_back(1 + i * 7 % 45);
   const PackedBatch batch = Pack(lengths);
   const std::vector<int32_t>& ids = batch.ids;
   const std::vector<int64_t>& offsets = batch.offsets;
@@ -261,8 +267,10 @@ TEST_F(ModelTest, SubBatchesAreTheSameBitsAsTheWholeBatch) {
       EmbedOptions options;
       options.pooling = Pooling::kNone;
       options.normalize = false;
-      const Embeddings a = EmbedOrDie(*whole, ids, offsets, options);
+      // The sub-batches first: rows they failed to write would otherwise
+      // hold the whole batch's values, freed into the allocator just before.
       const Embeddings b = EmbedOrDie(*split, ids, offsets, options);
+      const Embeddings a = EmbedOrDie(*whole, ids, offsets, options);
       ASSERT_EQ(a.row_offsets, b.row_offsets) << name;
       ASSERT_EQ(a.values.size(), b.values.size()) << name;
       for (int64_t r = 0; r < a.num_rows(); ++r) {
