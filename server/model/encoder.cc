@@ -96,10 +96,12 @@ void Encoder::ApplyNormInPlace(const Norm& norm, at::Tensor& x) const {
   });
 }
 
-at::Tensor Encoder::Embed(const at::Tensor& token_ids,
-                          const Tokens& tokens) const {
+at::Tensor Encoder::Embed(const at::Tensor& token_ids, const Tokens& tokens,
+                          at::Tensor x) const {
   const at::Tensor& words = weights_.word_embeddings;
-  at::Tensor x = at::empty({token_ids.size(0), words.size(1)}, words.options());
+  if (!x.defined()) {
+    x = at::empty({token_ids.size(0), words.size(1)}, words.options());
+  }
   Blocks(x.size(0), [&](int64_t begin, int64_t end) {
     const int64_t rows = end - begin;
     // The sum in float32 (a no-op conversion for float32 weights).
@@ -402,16 +404,19 @@ absl::StatusOr<PackedVectors> Encoder::Forward(
   out.offsets.assign(offsets.begin(), offsets.end());
   out.values = at::empty({total, config_.hidden_size},
                          weights_.word_embeddings.options());
+  // Each sub-batch works in its rows of the output (the layers overwrite
+  // the embeddings in place), so no copy of them exists.
   const auto run = [&](const SubBatch& sub) -> absl::Status {
     std::vector<int64_t> part(offsets.begin() + sub.first,
                               offsets.begin() + sub.last + 1);
     for (int64_t& offset : part) offset -= offsets[sub.first];
     const int64_t begin = offsets[sub.first];
     const int64_t rows = part.back();
-    ASSIGN_OR_RETURN(
-        PackedVectors piece,
-        ForwardWhole(token_ids.narrow(0, begin, rows), part, nullptr));
-    out.values.narrow(0, begin, rows).copy_(piece.values);
+    at::Tensor rows_out = out.values.narrow(0, begin, rows);
+    ASSIGN_OR_RETURN(PackedVectors piece,
+                     ForwardWhole(token_ids.narrow(0, begin, rows), part,
+                                  nullptr, rows_out));
+    if (!piece.values.is_same(rows_out)) rows_out.copy_(piece.values);
     return absl::OkStatus();
   };
   // A sequence longer than the limit runs alone on every thread. The
@@ -450,9 +455,9 @@ absl::StatusOr<PackedVectors> Encoder::Forward(
 
 absl::StatusOr<PackedVectors> Encoder::ForwardWhole(
     const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
-    const StageObserver& observer) const {
+    const StageObserver& observer, at::Tensor into) const {
   const Tokens tokens = MakeTokens(token_ids, offsets);
-  at::Tensor embedded = Embed(token_ids, tokens);
+  at::Tensor embedded = Embed(token_ids, tokens, std::move(into));
   if (observer) observer(embedded);
   PackedVectors out;
   out.offsets = tokens.offsets;

@@ -122,14 +122,18 @@ class Encoder {
   // A packed batch's tokens: their offsets, positions and rotary tables.
   struct Tokens;
 
-  // Forward of the whole batch, layer by layer.
+  // Forward of the whole batch, layer by layer; the embeddings (which the
+  // layers of a kEncoder block overwrite in place) in `into` when it is
+  // given: (tokens, hidden) rows in the weights' dtype.
   absl::StatusOr<PackedVectors> ForwardWhole(
       const at::Tensor& token_ids, absl::Span<const int64_t> offsets,
-      const StageObserver& observer) const;
+      const StageObserver& observer, at::Tensor into = at::Tensor()) const;
 
   Tokens MakeTokens(const at::Tensor& token_ids,
                     absl::Span<const int64_t> offsets) const;
-  at::Tensor Embed(const at::Tensor& token_ids, const Tokens& tokens) const;
+  // The embeddings, into `x` when it is given (else a new tensor).
+  at::Tensor Embed(const at::Tensor& token_ids, const Tokens& tokens,
+                   at::Tensor x = at::Tensor()) const;
   // The blocks of docs/models.md; cross-attention sets the latents' offsets.
   absl::StatusOr<at::Tensor> RunEncoder(at::Tensor x, const Tokens& tokens,
                                         const StageObserver& observer) const;
