@@ -366,7 +366,6 @@ __attribute__((target("avx2"))) void GemmInt8Avx2(
         });
   }
 }
-
 #endif
 
 }  // namespace
