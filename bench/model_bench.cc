@@ -14,9 +14,12 @@
 // (≥ 2), from the best of --benchmark_repetitions runs of each, by wall
 // time and by CPU time (see Rates).
 //
+// With --device=cuda (scripts/gpu-bench.sh) the models run on the GPU, in
+// float32 and bfloat16; int8 is a CPU path and is left out there.
+//
 //   build/bench/model_bench [--threads=N] [--cpu_block_tokens=N]
 //       [--cpu_sub_batch_tokens=N] [--attention_chunk_tokens=N]
-//       [--benchmark_filter=...]
+//       [--device=cpu|cuda] [--huge_pages=false] [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,9 +193,15 @@ void PrintRatio(const char* what, const std::string& numerator,
 // Flags of this program, taken out of argv before Google Benchmark sees
 // it: --threads=N (0: one per core), --cpu_block_tokens=N,
 // --cpu_sub_batch_tokens=N (0: whole batches layer by layer),
-// --attention_chunk_tokens=N and --gemm_kernel=portable|avx2|avx512 (the
+// --attention_chunk_tokens=N, --gemm_kernel=portable|avx2|avx512 (the
 // widest cpu::Gemm kernel used; portable: the products on the BLAS, as
-// before the register-tile kernels ran them).
+// before the register-tile kernels ran them), --device=cpu|cuda and
+// --huge_pages=false (LibTorch's own CPU allocator for large tensors).
+bool& HugePages() {
+  static bool huge_pages = true;
+  return huge_pages;
+}
+
 int TakeOwnFlags(int& argc, char** argv) {
   int threads = 0;
   int kept = 1;
@@ -213,6 +222,10 @@ int TakeOwnFlags(int& argc, char** argv) {
           name == "portable" ? GemmKernel::kPortable
           : name == "avx2"   ? GemmKernel::kAvx2
                              : GemmKernel::kAvx512);
+    } else if (arg == "--huge_pages=false") {
+      HugePages() = false;
+    } else if (arg.rfind("--device=", 0) == 0) {
+      favor::model::BenchOptions().device = arg.substr(9);
     } else if (arg.rfind("--attention_chunk_tokens=", 0) == 0) {
       favor::model::BenchOptions().attention_chunk_tokens =
           std::atoll(arg.c_str() + 25);
@@ -284,14 +297,21 @@ void PrintTargets(bool bfloat16, bool int8) {
 int main(int argc, char** argv) {
   const int threads =
       favor::attention::ConfigureCpuParallelism({TakeOwnFlags(argc, argv)});
-  const bool huge_pages = favor::attention::InstallHugePageCpuAllocator() ==
-                          favor::attention::HugePageAllocatorState::kInstalled;
-  const absl::Status bfloat16 = favor::attention::cpu::CheckBFloat16Support();
-  const absl::Status int8 = favor::attention::cpu::CheckInt8Support();
+  const bool huge_pages =
+      HugePages() && favor::attention::InstallHugePageCpuAllocator() ==
+                         favor::attention::HugePageAllocatorState::kInstalled;
+  // On a GPU bfloat16 always runs and int8 never does (a CPU path).
+  const bool on_cpu = favor::model::BenchOptions().device == "cpu";
+  const absl::Status bfloat16 =
+      on_cpu ? favor::attention::cpu::CheckBFloat16Support() : absl::OkStatus();
+  const absl::Status int8 =
+      on_cpu ? favor::attention::cpu::CheckInt8Support()
+             : absl::UnimplementedError("a CPU path");
   std::printf(
-      "model_bench: %d threads, large tensors on huge pages: %s, register "
-      "tiles: %s, bfloat16: %s, int8: %s\n",
-      threads, huge_pages ? "yes" : "no",
+      "model_bench: device %s, %d threads, large tensors on huge pages: %s, "
+      "register tiles: %s, bfloat16: %s, int8: %s\n",
+      favor::model::BenchOptions().device.c_str(), threads,
+      huge_pages ? "yes" : "no",
       favor::attention::cpu::GemmKernelName(
           favor::attention::cpu::ActiveGemmKernel()),
       bfloat16.ok() ? "yes" : std::string(bfloat16.message()).c_str(),

@@ -13,7 +13,18 @@ endfunction()
 
 # LibTorch's CMake package puts its headers on the include path as ordinary
 # includes; mark them SYSTEM so its own warnings do not drown ours.
+#
+# The C++ runtime is named before LibTorch, so that a program looks up
+# libstdc++'s symbols in libstdc++.so.6 first. PyTorch's own binaries (the
+# pip wheel's LibTorch, pytorch.org's zip) are built with a toolchain that
+# links parts of libstdc++ into libtorch.so and exports them; with
+# libtorch.so first among a program's libraries, its calls bind to those
+# copies, and std::filesystem::remove_all called through them jumped to
+# address 0 (PyTorch 2.11's wheel, docs/gpu.md). Debian's LibTorch has no
+# such copies; there the order changes nothing.
+# tests/platform/link_order_test.sh checks the order.
 function(favor_link_torch target visibility)
-  target_link_libraries(${target} ${visibility} ${TORCH_LIBRARIES} OpenMP::OpenMP_CXX)
+  target_link_libraries(${target} ${visibility} stdc++ ${TORCH_LIBRARIES}
+    OpenMP::OpenMP_CXX)
   target_include_directories(${target} SYSTEM ${visibility} ${TORCH_INCLUDE_DIRS})
 endfunction()

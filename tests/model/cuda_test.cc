@@ -1,8 +1,9 @@
 // The whole encoder on CUDA, in every dtype, against float32 on the CPU:
 // the default model's pooled embeddings of inputs of 1 to 2k tokens.
 // Skipped where LibTorch has no CUDA device; scripts/gpu-bench.sh runs it
-// on a GPU machine, where a skip is a failure. Compiled against
-// Debian 13's CUDA LibTorch by the trixie.Cuda test; never run there.
+// on a GPU machine, where a skip is a failure (it passed on an H200 with
+// PyTorch 2.11's LibTorch, docs/gpu.md). Compiled against Debian 13's CUDA
+// LibTorch by the trixie.Cuda test; never run there.
 #include <ATen/Context.h>
 
 #include <string>
