@@ -130,11 +130,30 @@ if ! with_deps timeout "${BUILD_SECONDS:-420}" cmake --build "$BUILD" -j "$(npro
 fi
 record build "the GPU checks' targets in $(seconds_since "$started") s"
 
+# A program that died of a signal (exit status 128 + N) runs again under a
+# debugger (cuda-gdb there, which debugs host code too; else gdb), and its
+# backtrace goes into backtraces.txt: the GPU machine has no core dumps to
+# read afterwards.
+backtrace() {  # backtrace EXIT_STATUS PROGRAM ARGS...
+  local code=$1; shift
+  ((code > 128)) || return 0
+  local debugger
+  debugger=$(command -v cuda-gdb || command -v gdb) || return 0
+  {
+    echo "== $* (exit $code)"
+    with_deps timeout 120 "$debugger" -q -batch -ex run -ex 'bt 30' --args "$@" 2>&1 |
+      grep -E -A32 'received signal|^Program terminated' | head -40
+  } >>"$OUT/backtraces.txt"
+  echo "backtrace of $1 in $OUT/backtraces.txt:"
+  grep -A6 "== $1" "$OUT/backtraces.txt" | tail -6
+}
+
 # ---- the CUDA tests: a skip is a failure here
 cuda_test() {  # cuda_test NAME BINARY
   local log="$OUT/$1.txt"
   with_deps timeout 300 "$BUILD/$2" --gtest_filter='*Cuda*' >"$log" 2>&1
   local code=$? ran
+  backtrace "$code" "$BUILD/$2" --gtest_filter='*Cuda*'
   ran=$(sed -n 's/^\[==========\] \([0-9]*\) tests\? from .* ran\..*/\1/p' "$log")
   if ((code != 0)) || grep -q '^\[  SKIPPED \]' "$log" || [[ "${ran:-0}" == 0 ]]; then
     record "$1" "FAILED or skipped (exit $code; $log)" fail
@@ -187,14 +206,18 @@ done
 # bfloat16, exact attention in float32) on the GPU, then Favor's attention
 # beside LibTorch's fused attention (Sdpa, SdpaBF16: FlashAttention in
 # bfloat16), in the same run.
-if with_deps timeout "${MODEL_BENCH_SECONDS:-120}" "$BUILD/bench/model_bench" \
-    --device=cuda --benchmark_min_time=0.3 >"$OUT/model_bench.txt" 2>&1; then
+model_bench=("$BUILD/bench/model_bench" --device=cuda --benchmark_min_time=0.3)
+with_deps timeout "${MODEL_BENCH_SECONDS:-120}" "${model_bench[@]}" \
+  >"$OUT/model_bench.txt" 2>&1
+model_bench_status=$?
+if ((model_bench_status == 0)); then
   while IFS= read -r row; do record "${row%%|*}" "${row#*|}"; done < <(
     sed 's/\x1b\[[0-9;]*m//g' "$OUT/model_bench.txt" |
       awk '$1 ~ /^(favor\+|exact)/ { for (i = 1; i <= NF; ++i) if ($i ~ /^tokens\/s=/) { v = substr($i, 10); sub(/\/s$/, "", v); sub(/\/real_time$/, "", $1); print "model_bench " $1 "|" v " tokens/s" } }')
 else
   record "model_bench (cuda)" "FAILED or over its time ($OUT/model_bench.txt)" fail
   tail -5 "$OUT/model_bench.txt"
+  backtrace "$model_bench_status" "${model_bench[@]}" '--benchmark_filter=favor\+/L=512/'
 fi
 bench_json="$OUT/attention_bench.json"
 if FAVOR_BENCH_DEVICE=cuda with_deps timeout "${ATTENTION_BENCH_SECONDS:-150}" \
