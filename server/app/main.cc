@@ -97,6 +97,15 @@ ABSL_FLAG(std::string, dtype, "float32",
 ABSL_FLAG(int, threads, 0,
           "CPU threads for attention and the encoder; 0: one per hardware "
           "thread");
+ABSL_FLAG(int64_t, cpu_block_tokens, kModel.cpu_block_tokens,
+          "CPU: tokens per block of the per-token layers (projections, "
+          "norms, feed-forward); each thread takes whole blocks");
+ABSL_FLAG(int64_t, cpu_sub_batch_tokens, kModel.cpu_sub_batch_tokens,
+          "CPU: a batch of several sequences and more tokens than this runs "
+          "in sub-batches of whole sequences, each through every layer "
+          "before the next (side by side, a thread each, when there are "
+          "enough); the same embeddings, faster (docs/models.md); 0: the "
+          "whole batch layer by layer");
 ABSL_FLAG(int64_t, max_memory_bytes, -1,
           "memory budget in bytes: a batch runs only while its estimated "
           "peak fits beside the batches running and what the process holds "
@@ -157,6 +166,9 @@ absl::StatusOr<std::unique_ptr<favor::ModelReloader>> NewReloader(
   options.repository = absl::GetFlag(FLAGS_model_repository);
   options.metrics = metrics;
   options.model.device = absl::GetFlag(FLAGS_device);
+  options.model.cpu_block_tokens = absl::GetFlag(FLAGS_cpu_block_tokens);
+  options.model.cpu_sub_batch_tokens =
+      absl::GetFlag(FLAGS_cpu_sub_batch_tokens);
   ASSIGN_OR_RETURN(options.model.dtype,
                    favor::model::ParseComputeDType(absl::GetFlag(FLAGS_dtype)));
   const absl::Status supported =
@@ -356,6 +368,8 @@ absl::Status CheckFlagRanges() {
       {"model_repository_poll_seconds",
        absl::GetFlag(FLAGS_model_repository_poll_seconds), 0},
       {"threads", absl::GetFlag(FLAGS_threads), 0, 4096},
+      {"cpu_block_tokens", absl::GetFlag(FLAGS_cpu_block_tokens), 1},
+      {"cpu_sub_batch_tokens", absl::GetFlag(FLAGS_cpu_sub_batch_tokens), 0},
       {"max_memory_bytes", absl::GetFlag(FLAGS_max_memory_bytes), -1},
       {"drain_timeout_seconds", absl::GetFlag(FLAGS_drain_timeout_seconds), 0},
       {"max_connection_age_seconds",

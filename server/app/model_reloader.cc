@@ -134,6 +134,8 @@ absl::StatusOr<service::FavorService::Servable> ModelReloader::LoadRevision(
             << "\" device=" << model->description().device
             << " dtype=" << model::NameOf(model->description().dtype)
             << " parameters=" << model->description().parameter_count
+            << " block_tokens=" << model->description().memory.block_tokens
+            << " sub_batch_tokens=" << model->description().sub_batch_tokens
             << " tokenizer="
             << (tokenizer ? model->config().tokenizer.file : "none");
   PublishModelInfo(*model, options_.metrics);

@@ -199,6 +199,8 @@ ModelDescription Describe(const std::string& directory, ModelConfig config,
   description.memory.max_rotary_table_bytes = options.max_rotary_table_bytes;
   description.memory.block_tokens =
       device.is_cpu() ? options.cpu_block_tokens : options.gpu_block_tokens;
+  description.sub_batch_tokens =
+      device.is_cpu() ? options.cpu_sub_batch_tokens : 0;
   description.memory.num_threads = device.is_cpu() ? at::get_num_threads() : 1;
   description.memory.on_host = device.is_cpu();
   description.config = std::move(config);

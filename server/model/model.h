@@ -168,6 +168,10 @@ struct ModelDescription {
   bool has_attention_pooling = false;
   // Length of the output vectors (hidden_size).
   int64_t embedding_dim = 0;
+  // A batch of several sequences and more tokens than this runs in
+  // sub-batches of whole sequences (ModelOptions::cpu_sub_batch_tokens on
+  // the CPU); 0: whole batches layer by layer (always on a GPU).
+  int64_t sub_batch_tokens = 0;
   // Vectors per sequence without pooling: num_latents for
   // "cross_attention", 0 meaning one per token otherwise.
   int64_t vectors_per_sequence = 0;

@@ -165,7 +165,8 @@ def main():
             server = subprocess.Popen(
                 [binary, "--model_repository=" + repository, "--port=%d" % port,
                  "--metrics_port=%d" % metrics_port, "--http_port=0", "--threads=2",
-                 "--drain_timeout_seconds=5"], stdout=log, stderr=subprocess.STDOUT)
+                 "--drain_timeout_seconds=5", "--cpu_block_tokens=128",
+                 "--cpu_sub_batch_tokens=1024"], stdout=log, stderr=subprocess.STDOUT)
         try:
             channel = grpc.insecure_channel("127.0.0.1:%d" % port)
             wait_serving(grpc, health_pb2, health_pb2_grpc, channel, server)
@@ -183,6 +184,10 @@ def main():
         text = open(log_path).read()
         for event in ("event=serving", "event=shutdown_started", "event=shutdown_complete"):
             assert event in text, event
+        # The CPU schedule's flags reach every model.
+        loaded = re.findall(r"event=model_loaded .*", text)
+        assert loaded and all("block_tokens=128 sub_batch_tokens=1024" in line
+                              for line in loaded), loaded
     print("python peer test: OK")
 
 
