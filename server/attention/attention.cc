@@ -57,6 +57,7 @@ absl::Status CheckAlike(const at::Tensor& q, const at::Tensor& k,
 
 absl::Status CheckOptions(const AttentionOptions& options) {
   if (options.chunk_tokens < 1 || options.causal_chunk_tokens < 1 ||
+      options.gpu_chunk_tokens < 1 || options.gpu_causal_chunk_tokens < 1 ||
       options.exact_query_tile < 1 || options.exact_key_tile < 1) {
     return absl::InvalidArgumentError(
         "chunk and tile sizes in AttentionOptions must be at least 1");
@@ -178,8 +179,9 @@ void AddHeads(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 }
 
 absl::Status Run(const at::Tensor& projection, int64_t head_dim,
-                 c10::Device device, const AttentionOptions& options,
+                 c10::Device device, const AttentionOptions& options_in,
                  const std::vector<HeadGroup>& groups, bool parallel) {
+  const AttentionOptions options = OnDevice(options_in, device);
   if (options.kernel == Kernel::kSoftmaxExact) {
     RunExactAttention(options, groups, parallel);
     return absl::OkStatus();
@@ -195,6 +197,15 @@ absl::Status Run(const at::Tensor& projection, int64_t head_dim,
 using torch_status::Guarded;
 
 }  // namespace
+
+AttentionOptions OnDevice(const AttentionOptions& options,
+                          const c10::Device& device) {
+  if (device.is_cpu()) return options;
+  AttentionOptions on_device = options;
+  on_device.chunk_tokens = options.gpu_chunk_tokens;
+  on_device.causal_chunk_tokens = options.gpu_causal_chunk_tokens;
+  return on_device;
+}
 
 absl::StatusOr<at::Tensor> Attend(const at::Tensor& query,
                                   const at::Tensor& key,

@@ -34,6 +34,9 @@
 namespace at {
 class Tensor;
 }  // namespace at
+namespace c10 {
+struct Device;
+}  // namespace c10
 
 namespace favor::attention {
 
@@ -54,6 +57,14 @@ struct AttentionOptions {
   // causal_chunk_tokens·(F + causal_chunk_tokens) for causal attention.
   int64_t chunk_tokens = 512;
   int64_t causal_chunk_tokens = 128;
+  // The same off the CPU (OnDevice), where every chunk is a chain of about
+  // fifteen LibTorch calls, each a kernel launch: with the CPU's chunks the
+  // launches are the whole cost. On an H200 FAVOR+ took 0.6 ms a chunk of
+  // 512 tokens at every length (1k to 1M tokens, docs/gpu.md), about 10 µs
+  // a call. 64k tokens a chunk costs 4 heads of 256 features about 1 GiB
+  // of temporaries; causal chunks cost chunk² more work per chunk.
+  int64_t gpu_chunk_tokens = 65536;
+  int64_t gpu_causal_chunk_tokens = 1024;
   // Tile sizes of exact softmax attention (scores tile is query × key).
   int64_t exact_query_tile = 128;
   int64_t exact_key_tile = 1024;
@@ -69,6 +80,12 @@ struct AttentionOptions {
   // tiled kernel everywhere (for tests and comparisons).
   bool softmax_on_libtorch = true;
 };
+
+// `options` as they apply on `device`: off the CPU, the chunk sizes are
+// gpu_chunk_tokens and gpu_causal_chunk_tokens. Attend and AttendPacked
+// apply it themselves.
+AttentionOptions OnDevice(const AttentionOptions& options,
+                          const c10::Device& device);
 
 // Dense batched attention. `projection` is the m×d matrix W (float32, any
 // device; see projection.h), required by kernels that use one and ignored by

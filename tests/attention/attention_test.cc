@@ -585,14 +585,40 @@ TEST_P(AllKernelsTest, HalfPrecisionInputsFollowFloat32) {
 // The same code on a GPU: float32 matches the CPU closely, half precisions
 // within their rounding. Runs where LibTorch has CUDA and a device is
 // present (scripts/gpu-bench.sh); elsewhere it says why it is skipped.
+// Off the CPU the chunks are AttentionOptions' gpu_ sizes (OnDevice).
+TEST(AttentionTest, OffTheCpuChunksAreTheGpuSizes) {
+  AttentionOptions options;
+  options.chunk_tokens = 7;
+  options.causal_chunk_tokens = 5;
+  options.gpu_chunk_tokens = 70;
+  options.gpu_causal_chunk_tokens = 50;
+  const AttentionOptions cpu = OnDevice(options, c10::Device("cpu"));
+  EXPECT_EQ(cpu.chunk_tokens, 7);
+  EXPECT_EQ(cpu.causal_chunk_tokens, 5);
+  for (const char* device : {"cuda", "cuda:1", "meta"}) {
+    const AttentionOptions off = OnDevice(options, c10::Device(device));
+    EXPECT_EQ(off.chunk_tokens, 70) << device;
+    EXPECT_EQ(off.causal_chunk_tokens, 50) << device;
+    EXPECT_EQ(off.kernel, options.kernel) << device;
+  }
+}
+
 TEST_P(AllKernelsTest, CudaMatchesCpu) {
   if (!at::hasCUDA()) {
     GTEST_SKIP() << "LibTorch has no CUDA device here; run on the GPU machine";
   }
   const Inputs in = RandomInputs(2, 300, 300, 14, InputScale(GetParam()));
-  for (bool causal : {false, true}) {
+  // On the GPU in chunks of 64 (several a sequence) and of the default
+  // sizes (one a sequence).
+  for (const auto& [causal, gpu_chunks] :
+       {std::pair{false, true}, std::pair{true, true}, std::pair{false, false},
+        std::pair{true, false}}) {
     AttentionOptions options = Options(GetParam(), causal);
     options.chunk_tokens = 64;
+    if (gpu_chunks) {
+      options.gpu_chunk_tokens = 64;
+      options.gpu_causal_chunk_tokens = options.causal_chunk_tokens;
+    }
     const at::Tensor reference =
         AttendOrDie(in.q, in.k, in.v, at::Tensor(), options);
     for (at::ScalarType type : {at::kFloat, at::kBFloat16, at::kHalf}) {
@@ -606,7 +632,8 @@ TEST_P(AllKernelsTest, CudaMatchesCpu) {
                            : type == at::kHalf ? 1e-2
                                                : 5e-2;
       EXPECT_LT(RelativeError(out->cpu(), reference), bound)
-          << c10::toString(type) << " causal=" << causal;
+          << c10::toString(type) << " causal=" << causal
+          << " small gpu chunks=" << gpu_chunks;
     }
   }
 }
@@ -719,6 +746,15 @@ TEST(AttentionTest, ErrorsNameTheProblem) {
   EXPECT_THAT(message(Attend(in.q, in.k.narrow(2, 0, 4), in.v.narrow(2, 0, 4),
                              w, {}, causal)),
               HasSubstr("as many queries as keys"));
+  // Checked on every device, not only where they apply.
+  for (int64_t AttentionOptions::*size :
+       {&AttentionOptions::gpu_chunk_tokens,
+        &AttentionOptions::gpu_causal_chunk_tokens}) {
+    AttentionOptions zero = options;
+    zero.*size = 0;
+    EXPECT_THAT(message(Attend(in.q, in.k, in.v, w, {}, zero)),
+                HasSubstr("chunk and tile sizes"));
+  }
   const at::Tensor packed = at::randn({8, kHeads, kDim});
   const std::vector<int64_t> good = {0, 3, 8}, bad = {0, 5, 3, 8};
   EXPECT_THAT(
