@@ -57,12 +57,12 @@ struct AttentionOptions {
   // causal_chunk_tokens·(F + causal_chunk_tokens) for causal attention.
   int64_t chunk_tokens = 512;
   int64_t causal_chunk_tokens = 128;
-  // The same off the CPU (OnDevice), where every chunk is a chain of about
-  // fifteen LibTorch calls, each a kernel launch: with the CPU's chunks the
-  // launches are the whole cost. On an H200 FAVOR+ took 0.6 ms a chunk of
-  // 512 tokens at every length (1k to 1M tokens, docs/gpu.md), about 10 µs
-  // a call. 64k tokens a chunk costs 4 heads of 256 features about 1 GiB
-  // of temporaries; causal chunks cost chunk² more work per chunk.
+  // The same off the CPU (OnDevice), where every chunk is a chain of
+  // LibTorch calls, each a kernel launch: with the CPU's chunks the
+  // launches are the whole cost (on an H200, FAVOR+ took 0.3 ms a chunk of
+  // 512 tokens at every length from 4k to 1M, docs/gpu.md). 64k tokens a
+  // chunk costs 4 heads of 256 features about 1 GiB of temporaries; causal
+  // chunks cost chunk² more work per chunk.
   int64_t gpu_chunk_tokens = 65536;
   int64_t gpu_causal_chunk_tokens = 1024;
   // Tile sizes of exact softmax attention (scores tile is query × key).
