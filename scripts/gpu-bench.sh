@@ -93,7 +93,10 @@ if compgen -G ".gpu/*.deb" >/dev/null; then
   # pkg-config itself, where the machine has none (the packages bring pkgconf).
   command -v pkg-config >/dev/null || PATH="$PATH:$deps/usr/bin"
 fi
-with_deps() { LD_LIBRARY_PATH="$deps_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+with_deps() {
+  if [[ -z "$deps_lib" ]]; then "$@"; return; fi
+  LD_LIBRARY_PATH="$deps_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
+}
 if torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null); then
   prefix=("$torch_prefix" "${prefix[@]}")
   record libtorch "$(python3 -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')"

@@ -67,8 +67,9 @@ struct ModelOptions {
   // with AVX2 (FAILED_PRECONDITION otherwise). The default, float32, gives
   // the same embeddings on every machine.
   ComputeDType dtype = ComputeDType::kFloat32;
-  // Tokens per attention chunk of the linear kernels: extra memory per
-  // (sequence, head) task is about chunk × (features + head size) floats.
+  // Tokens per attention chunk of the linear kernels on CPU: extra memory
+  // per (sequence, head) task is about chunk × (features + head size)
+  // floats. On a GPU, AttentionOptions::gpu_chunk_tokens.
   int64_t attention_chunk_tokens = 256;
   // Tokens per block of the per-token layers (projections, norms,
   // feed-forward) on CPU: each thread takes whole blocks, so the
