@@ -23,8 +23,13 @@ Two checks per kind:
     minus the plain batch's growth) is within what its estimate adds over
     the plain batch's: an estimate that forgot a kind's token vectors
     fails here even where the plain terms' margin would hide it.
-A slack of 4 MiB covers the kernel's page granularity and gRPC's buffers
-(repeated runs agree within 1 MiB).
+A slack of 4 MiB covers the kernel's page granularity and gRPC's buffers.
+Each kind runs twice, on fresh servers: the first check takes the larger
+growth (the estimate must hold in every run), the second compares the
+smaller growths. A peak moves by a megabyte or two from run to run with how
+the threads' allocations overlap (under ctest -j, a kind that does the
+same work as the plain batch once peaked 4.3 MiB above it); the smaller of
+two runs is the steadier measure of what a kind itself costs.
 
 Usage: memory_estimate_kinds_test.py SERVER_BINARY MODEL_REPOSITORY PROTO_ROOT
 Needs Debian's python3-grpcio and python3-protobuf (run with /usr/bin/python3).
@@ -43,6 +48,7 @@ import python_peer_test as peer  # noqa: E402  (stubs, start-up)
 
 TOKENS = 16384
 SLACK_BYTES = 4 << 20
+RUNS = 2  # fresh servers per kind
 # Room for none of the requests: every one is refused, naming its estimate.
 BUDGET_BYTES = 600_000_000
 MIB = float(1 << 20)
@@ -176,17 +182,21 @@ def main():
         estimates, hidden, head_dim = server_estimates(
             grpc, pb, rpc, binary, repository, work, all_kinds)
         failures = []
-        growths = {}
+        least_growths = {}
         print("%-36s %8s %8s %8s %9s %8s %10s %10s" % (
             "kind (MiB)", "start", "peak", "growth", "estimate", "excess",
             "over plain", "estimated"))
         for name, (requests, plain) in all_kinds.items():
-            start_bytes, peak = measure(grpc, rpc, binary, repository, work,
-                                        name, requests)
-            growth = growths[name] = peak - start_bytes
+            runs = [measure(grpc, rpc, binary, repository, work, name, requests)
+                    for _ in range(RUNS)]
+            # The run that grew most, for the row and the first check.
+            start_bytes, peak = max(runs, key=lambda run: run[1] - run[0])
+            growth = peak - start_bytes
+            least = least_growths[name] = min(p - s for s, p in runs)
             estimate = estimates[name]
             rotary = len(requests) * TOKENS * 12 * head_dim
-            over, estimated = ((growth - growths[plain], estimate - estimates[plain])
+            over, estimated = ((least - least_growths[plain],
+                                estimate - estimates[plain])
                                if plain else (0, 0))
             print("%-36s %8.1f %8.1f %8.1f %9.1f %8.1f %10.1f %10.1f" % (
                 name, start_bytes / MIB, peak / MIB, growth / MIB,
