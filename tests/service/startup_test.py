@@ -63,15 +63,16 @@ def main():
         print(f"ok --port={port}: exit 1 naming the flag")
     # Values no Options struct checks, which were taken as a default or 0.
     for flag, value, bounds in (("threads", -1, "[0, 4096]"),
-                                ("cpu_block_tokens", 0, "[1, 2^63 - 1]"),
-                                ("cpu_sub_batch_tokens", -1, "[0, 2^63 - 1]"),
                                 ("drain_timeout_seconds", -1, "[0, 2^63 - 1]"),
                                 ("max_memory_bytes", -5, "[-1, 2^63 - 1]"),
                                 ("metrics_port", 70000, "[0, 65535]"),
                                 ("http_port", 70000, "[0, 65535]"),
                                 ("http_threads", 0, "[1, 1024]"),
                                 # Checked by the Options structs too, which
-                                # named Batcher::Options, not the flag.
+                                # named their struct (Batcher::Options,
+                                # ModelOptions), not the flag.
+                                ("cpu_block_tokens", 0, "[1, 2^63 - 1]"),
+                                ("cpu_sub_batch_tokens", -1, "[0, 2^63 - 1]"),
                                 ("max_batch_tokens", 0, "[1, 2^63 - 1]"),
                                 ("max_queue_delay_micros", -1, "[0, 2^63 - 1]"),
                                 ("max_enqueue_group_wait_micros", -1,
