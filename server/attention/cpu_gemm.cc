@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "server/attention/cpu_features.h"
+#include "server/attention/cpu_gelu.h"
 #include "server/attention/cpu_tiles.h"
 #include "server/common/multiversion.h"
 
@@ -62,7 +63,7 @@ struct BSource {
 template <int kRows, int kVectors>
 __attribute__((target("avx512f"), always_inline)) inline void Tile512(
     int64_t depth, MatrixView a, const float* b, int64_t ldb, float* c,
-    int64_t ldc, Start start, const float* bias, __mmask16 mask) {
+    int64_t ldc, Start start, const float* bias, __mmask16 mask, bool gelu) {
   __m512 acc[kRows][kVectors];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
@@ -102,14 +103,15 @@ __attribute__((target("avx512f"), always_inline)) inline void Tile512(
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
       const __mmask16 m = v == kVectors - 1 ? mask : __mmask16(0xFFFF);
-      _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m, acc[r][v]);
+      _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m,
+                            gelu ? Gelu16(acc[r][v]) : acc[r][v]);
     }
   }
 }
 
 __attribute__((target("avx512f"))) void GemmAvx512(
     int64_t rows, int64_t cols, int64_t depth, MatrixView a, BSource source,
-    float* c, int64_t ldc, Start start, const float* bias) {
+    float* c, int64_t ldc, Start start, const float* bias, bool gelu) {
   constexpr int64_t kPanel = 16 * 4;
   const int64_t ldb = source.RowStride<kPanel>();
   ForEachPanel<16, 4>(
@@ -127,7 +129,8 @@ __attribute__((target("avx512f"))) void GemmAvx512(
                                    a.column_stride},
                                   source.Panel<kPanel>(j), ldb,
                                   c + i * ldc + j, ldc, start,
-                                  bias != nullptr ? bias + j : nullptr, mask);
+                                  bias != nullptr ? bias + j : nullptr, mask,
+                                  gelu);
                             });
             });
       });
@@ -287,31 +290,46 @@ void SetFastGemmEnabled(bool enabled) {
 
 namespace {
 
+// The epilogue as a pass over c, for the kernels without it in their tiles.
+void ApplyEpilogue(int64_t rows, int64_t cols, float* c, int64_t ldc,
+                   Epilogue epilogue) {
+  if (epilogue != Epilogue::kGelu) return;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < cols; ++j) row[j] = GeluScalar(row[j]);
+  }
+}
+
 void Run(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
          BSource source, GemmKernel kernel, float* c, int64_t ldc,
-         bool accumulate, const float* bias) {
+         bool accumulate, const float* bias, Epilogue epilogue) {
   if (rows <= 0 || cols <= 0) return;
   const Start start = StartOf(accumulate, bias);
 #ifdef FAVOR_X86_TARGETS
   if (kernel == GemmKernel::kAvx512) {
-    return GemmAvx512(rows, cols, depth, a, source, c, ldc, start, bias);
+    return GemmAvx512(rows, cols, depth, a, source, c, ldc, start, bias,
+                      epilogue == Epilogue::kGelu);
   }
   if (kernel == GemmKernel::kAvx2) {
-    return GemmAvx2(rows, cols, depth, a, source, c, ldc, start, bias);
+    GemmAvx2(rows, cols, depth, a, source, c, ldc, start, bias);
+    return ApplyEpilogue(rows, cols, c, ldc, epilogue);
   }
 #endif
   // Packed b has no plain-loop kernel (PanelColumns(kPortable) is 0).
   GemmPortable(rows, cols, depth, a, source.data, source.ldb, c, ldc, start,
                bias);
+  ApplyEpilogue(rows, cols, c, ldc, epilogue);
 }
 
 }  // namespace
 
+bool GemmFusesGelu() { return ActiveGemmKernel() == GemmKernel::kAvx512; }
+
 void Gemm(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
           const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
-          const float* bias) {
+          const float* bias, Epilogue epilogue) {
   Run(rows, cols, depth, a, {b, ldb, 0}, ActiveGemmKernel(), c, ldc,
-      accumulate, bias);
+      accumulate, bias, epilogue);
 }
 
 int64_t PanelColumns(GemmKernel kernel) {
@@ -348,9 +366,10 @@ void PackB(int64_t depth, int64_t cols, const float* b, int64_t ldb,
 
 void GemmPackedB(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
                  const float* packed, GemmKernel packed_for, float* c,
-                 int64_t ldc, bool accumulate, const float* bias) {
+                 int64_t ldc, bool accumulate, const float* bias,
+                 Epilogue epilogue) {
   Run(rows, cols, depth, a, {packed, 0, depth * PanelColumns(packed_for)},
-      packed_for, c, ldc, accumulate, bias);
+      packed_for, c, ldc, accumulate, bias, epilogue);
 }
 
 }  // namespace favor::attention::cpu

@@ -50,13 +50,28 @@ void LimitGemmKernel(GemmKernel kernel);
 // LimitGemmKernel(kAvx512) or LimitGemmKernel(kPortable).
 void SetFastGemmEnabled(bool enabled);
 
+// What is applied to each sum as it is stored.
+enum class Epilogue {
+  kNone,
+  // GELU, erf form (cpu_gelu.h): within 1 ulp or so of x·Φ(x). Applied in
+  // the AVX-512 tiles' registers; the other kernels apply the same
+  // arithmetic in a pass over c after the product (GemmFusesGelu).
+  kGelu,
+};
+
+// Whether Epilogue::kGelu runs inside the tiles (the AVX-512 kernel), so
+// that asking for it saves the activation's pass; elsewhere it costs more
+// than LibTorch's own GELU.
+bool GemmFusesGelu();
+
 // c[i * ldc + j] (+)= Σ_k a(i, k) · b[k * ldb + j] for i < rows, j < cols,
 // k < depth; with `accumulate` false, c is overwritten (it need not be
 // initialised). With `bias` (cols floats) the sums also start from bias[j]:
 // y = x·W + b, or with `accumulate` a residual r += x·W + b, in one pass.
+// `epilogue` is applied to each finished sum (after the accumulation).
 void Gemm(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
           const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
-          const float* bias = nullptr);
+          const float* bias = nullptr, Epilogue epilogue = Epilogue::kNone);
 
 // A constant b (a layer's weight) packed once for `kernel`'s tiles, so that
 // each tile reads its panel of b as one contiguous run: b's columns go in
@@ -80,7 +95,8 @@ void PackB(int64_t depth, int64_t cols, const float* b, int64_t ldb,
 // the same order, so the same bits as Gemm on the unpacked b.
 void GemmPackedB(int64_t rows, int64_t cols, int64_t depth, MatrixView a,
                  const float* packed, GemmKernel packed_for, float* c,
-                 int64_t ldc, bool accumulate, const float* bias = nullptr);
+                 int64_t ldc, bool accumulate, const float* bias = nullptr,
+                 Epilogue epilogue = Epilogue::kNone);
 
 }  // namespace favor::attention::cpu
 

@@ -161,12 +161,10 @@ at::Tensor Encoder::ProjectHeads(const LayerWeights& layer, const at::Tensor& x,
 
 at::Tensor Encoder::FeedForwardInner(const LayerWeights& layer,
                                      const at::Tensor& x) const {
-  at::Tensor inner = layer.intermediate(x);
   if (config_.feed_forward == FeedForward::kGated) {
-    return GatedActivation(config_.hidden_act, inner);
+    return GatedActivation(config_.hidden_act, layer.intermediate(x));
   }
-  ActivateInPlace(config_.hidden_act, inner);
-  return inner;
+  return layer.intermediate.Activated(x, config_.hidden_act);
 }
 
 void Encoder::FinishLayer(const LayerWeights& layer, at::Tensor& a,

@@ -156,7 +156,8 @@ void Int8Product(const Linear& layer, const at::Tensor& x, at::Tensor& out,
 // out (+)= x·W + b on the tiles, on the packed W when it was packed for the
 // kernel that runs now.
 void TileProduct(const Linear& layer, const at::Tensor& x, at::Tensor& out,
-                 bool accumulate) {
+                 bool accumulate,
+                 cpu::Epilogue epilogue = cpu::Epilogue::kNone) {
   const at::Tensor& w = layer.weight_t;
   const cpu::MatrixView a{x.data_ptr<float>(), x.stride(0), 1};
   if (layer.packed.defined() &&
@@ -164,12 +165,12 @@ void TileProduct(const Linear& layer, const at::Tensor& x, at::Tensor& out,
     cpu::GemmPackedB(x.size(0), w.size(1), x.size(1), a,
                      layer.packed.data_ptr<float>(), layer.packed_for,
                      out.data_ptr<float>(), out.stride(0), accumulate,
-                     layer.bias.data_ptr<float>());
+                     layer.bias.data_ptr<float>(), epilogue);
     return;
   }
   cpu::Gemm(x.size(0), w.size(1), x.size(1), a, w.data_ptr<float>(),
             w.stride(0), out.data_ptr<float>(), out.stride(0), accumulate,
-            layer.bias.data_ptr<float>());
+            layer.bias.data_ptr<float>(), epilogue);
 }
 
 // x padded with zero rows to kMinProductRows; x itself when it has enough.
@@ -217,6 +218,19 @@ void Linear::Into(const at::Tensor& x, at::Tensor& out) const {
   } else {
     out.copy_((*this)(x));
   }
+}
+
+at::Tensor Linear::Activated(const at::Tensor& x,
+                             Activation activation) const {
+  if (activation == Activation::kGelu && cpu::GemmFusesGelu() &&
+      !OnInt8Gemm(*this, x) && OnTileGemm(x, weight_t, bias)) {
+    at::Tensor out = at::empty({x.size(0), weight_t.size(1)}, x.options());
+    TileProduct(*this, x, out, /*accumulate=*/false, cpu::Epilogue::kGelu);
+    return out;
+  }
+  at::Tensor out = (*this)(x);
+  ActivateInPlace(activation, out);
+  return out;
 }
 
 at::Tensor Norm::operator()(const at::Tensor& x) const {

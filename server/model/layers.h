@@ -115,6 +115,10 @@ struct Linear {
   // out += x Wᵀ + b: a residual sum in place, in one pass on cpu::Gemm
   // (the residual is where the sums start).
   void AddInto(const at::Tensor& x, at::Tensor& out) const;
+  // activation(x Wᵀ + b). On the AVX-512 tiles a GELU (erf form) is applied
+  // to the sums as they are stored (cpu::Epilogue::kGelu), which saves the
+  // activation's own pass; otherwise the product, then ActivateInPlace.
+  at::Tensor Activated(const at::Tensor& x, Activation activation) const;
 };
 
 // Fewest rows a product on the BLAS is computed with. Below 4 rows LibTorch's

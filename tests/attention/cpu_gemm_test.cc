@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/attention/cpu_features.h"
+#include "server/attention/cpu_gelu.h"
 
 namespace favor::attention::cpu {
 namespace {
@@ -215,6 +216,54 @@ TEST_P(GemmTest, PackedBIsTheSameBitsAsUnpacked) {
                 << (accumulate ? " accumulate" : "")
                 << (with_bias ? " bias" : "");
           }
+        }
+      }
+    }
+  }
+}
+
+// Epilogue::kGelu: the sums' GELU (GeluScalar, which cpu_gelu_test checks
+// against erf in double), the same bits from the AVX-512 tiles' registers
+// as from the other kernels' pass, packed or not, over every tile tail.
+TEST_P(GemmTest, GeluEpilogueIsGeluOfTheSums) {
+  const GemmKernel kernel = GetParam();
+  EXPECT_EQ(GemmFusesGelu(), kernel == GemmKernel::kAvx512);
+  const int64_t panel = PanelColumns(kernel);
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  for (const Shape& s : Shapes()) {
+    std::vector<float> a(s.rows * s.depth + 1), b(s.depth * s.cols + 1);
+    std::vector<float> bias(s.cols), start(s.rows * s.cols);
+    for (float& x : a) x = normal(rng);
+    for (float& x : b) x = normal(rng);
+    for (float& x : bias) x = normal(rng);
+    for (float& x : start) x = normal(rng);
+    std::vector<float> packed(std::max<int64_t>(
+        1, PackedBSize(s.depth, s.cols, kernel)));
+    if (panel > 0) PackB(s.depth, s.cols, b.data(), s.cols, kernel, packed.data());
+    for (bool accumulate : {false, true}) {
+      std::vector<float> sums = start;
+      Gemm(s.rows, s.cols, s.depth, {a.data(), s.depth, 1}, b.data(), s.cols,
+           sums.data(), s.cols, accumulate, bias.data());
+      std::vector<float> got = start;
+      Gemm(s.rows, s.cols, s.depth, {a.data(), s.depth, 1}, b.data(), s.cols,
+           got.data(), s.cols, accumulate, bias.data(), Epilogue::kGelu);
+      std::vector<float> got_packed = start;
+      if (panel > 0) {
+        GemmPackedB(s.rows, s.cols, s.depth, {a.data(), s.depth, 1},
+                    packed.data(), kernel, got_packed.data(), s.cols,
+                    accumulate, bias.data(), Epilogue::kGelu);
+      }
+      for (size_t e = 0; e < sums.size(); ++e) {
+        const float want = GeluScalar(sums[e]);
+        ASSERT_EQ(std::memcmp(&got[e], &want, sizeof(float)), 0)
+            << "element " << e << " of " << s.rows << "x" << s.cols << "x"
+            << s.depth << (accumulate ? " accumulate" : "") << ": " << got[e]
+            << " against " << want;
+        if (panel > 0) {
+          ASSERT_EQ(std::memcmp(&got_packed[e], &want, sizeof(float)), 0)
+              << "packed, element " << e << " of " << s.rows << "x" << s.cols
+              << "x" << s.depth;
         }
       }
     }

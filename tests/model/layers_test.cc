@@ -154,6 +154,39 @@ TEST(LayersTest, LinearColumnsAreAViewOfTheFusedLayer) {
             fused.weight_t.data_ptr<float>() + 2);
 }
 
+// activation(x Wᵀ + b) in one call, against LibTorch's product and
+// activation: the GELU on the AVX-512 tiles' registers (erf form, within
+// about an ulp), the others through ActivateInPlace; packed or not, and in
+// rows that do not fill the tiles.
+TEST(LayersTest, ActivatedIsTheActivationOfTheProduct) {
+  at::manual_seed(4);
+  Linear layer{at::randn({64, 200}) * 0.3, at::randn({200})};
+  for (bool packed : {false, true}) {
+    if (packed) layer.PackForTiles();
+    for (int64_t rows : {1, 7, 256}) {
+      const at::Tensor x = at::randn({rows, 64});
+      const at::Tensor product =
+          at::addmm(layer.bias, x, layer.weight_t).to(at::kDouble);
+      const at::Tensor erf_gelu =
+          0.5 * product * (1 + at::erf(product / std::sqrt(2.0)));
+      EXPECT_LT((layer.Activated(x, Activation::kGelu).to(at::kDouble) -
+                 erf_gelu)
+                    .abs()
+                    .max()
+                    .item<double>(),
+                1e-5)
+          << rows << " rows" << (packed ? ", packed" : "");
+      for (Activation other :
+           {Activation::kGeluTanh, Activation::kRelu, Activation::kSilu}) {
+        at::Tensor want = layer(x);
+        ActivateInPlace(other, want);
+        EXPECT_TRUE(at::equal(layer.Activated(x, other), want))
+            << NameOf(other) << ", " << rows << " rows";
+      }
+    }
+  }
+}
+
 // int8 (ComputeDType kInt8): the products run on cpu::GemmInt8, near the
 // float32 ones; a part sliced at a multiple of 8 columns (as the fused
 // query|key|value layer's parts and head groups are) stays in int8 and
