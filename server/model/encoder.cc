@@ -74,6 +74,17 @@ Encoder::Encoder(ModelConfig config, EncoderWeights weights,
   // layers' kernel.
   local_attention_.kernel = attention::Kernel::kSoftmaxExact;
   local_attention_.window_radius = config_.local_attention_window / 2;
+  if (config_.position_embedding_type == PositionEmbedding::kRotary) {
+    const at::Tensor first = at::arange(
+        std::min<int64_t>(kRotaryTablePositions, config_.max_sequence_length),
+        weights_.word_embeddings.options().dtype(at::kLong));
+    rotary_positions_ =
+        MakeRotaryTables(first, config_.head_dim(), config_.rotary_base);
+    if (config_.local_attention_window > 0) {
+      local_rotary_positions_ = MakeRotaryTables(first, config_.head_dim(),
+                                                 config_.local_rotary_base);
+    }
+  }
 }
 
 at::Tensor Encoder::ToCompute(const at::Tensor& x) const {
@@ -112,7 +123,8 @@ at::Tensor Encoder::Embed(const at::Tensor& token_ids, const Tokens& tokens,
           0, tokens.positions.narrow(0, begin, rows)));
     }
     if (weights_.token_type_row.defined()) sum.add_(weights_.token_type_row);
-    x.narrow(0, begin, rows).copy_(weights_.embeddings_norm(sum));
+    weights_.embeddings_norm.InPlace(sum);
+    x.narrow(0, begin, rows).copy_(sum);
   });
   return x;
 }
@@ -310,11 +322,11 @@ Encoder::Tokens Encoder::MakeTokens(const at::Tensor& token_ids,
   if (positions == PositionEmbedding::kRotary) {
     tokens.rotary =
         RotaryAngles(tokens.positions, config_.head_dim(), config_.rotary_base,
-                     options_.max_rotary_table_bytes);
+                     options_.max_rotary_table_bytes, &rotary_positions_);
     if (config_.local_attention_window > 0) {
-      tokens.local_rotary = RotaryAngles(tokens.positions, config_.head_dim(),
-                                         config_.local_rotary_base,
-                                         options_.max_rotary_table_bytes);
+      tokens.local_rotary = RotaryAngles(
+          tokens.positions, config_.head_dim(), config_.local_rotary_base,
+          options_.max_rotary_table_bytes, &local_rotary_positions_);
     }
   }
   return tokens;

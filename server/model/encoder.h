@@ -206,6 +206,12 @@ class Encoder {
   EncoderOptions options_;
   // The attention of local layers (config local_attention_window).
   attention::AttentionOptions local_attention_;
+  // Rotary models: cos and sin of positions [0, kRotaryTablePositions) for
+  // the global and the local layers' bases, made once: a batch's tables
+  // are gathered from them rather than computed (sin and cos in double
+  // cost short sequences 0.3% of an Embed).
+  static constexpr int64_t kRotaryTablePositions = 2048;
+  RotaryTables rotary_positions_, local_rotary_positions_;
 };
 
 }  // namespace favor::model::internal

@@ -310,16 +310,22 @@ RotaryTables MakeRotaryTables(const at::Tensor& positions, int64_t head_dim,
 }
 
 RotaryAngles::RotaryAngles(const at::Tensor& positions, int64_t head_dim,
-                           double base, int64_t max_table_bytes)
+                           double base, int64_t max_table_bytes,
+                           const RotaryTables* first_positions)
     : positions_(positions) {
   const int64_t table_bytes =
       positions.numel() * head_dim * static_cast<int64_t>(sizeof(float));
-  if (table_bytes <= max_table_bytes) {
-    whole_ = MakeRotaryTables(positions, head_dim, base);
-    return;
-  }
   const int64_t largest =
       positions.numel() == 0 ? 0 : positions.max().item<int64_t>();
+  if (table_bytes <= max_table_bytes) {
+    if (first_positions != nullptr && largest < first_positions->cos.size(0)) {
+      whole_ = {first_positions->cos.index_select(0, positions),
+                first_positions->sin.index_select(0, positions)};
+    } else {
+      whole_ = MakeRotaryTables(positions, head_dim, base);
+    }
+    return;
+  }
   stride_ = static_cast<int64_t>(std::ceil(std::sqrt(largest + 1.0)));
   const auto long_options = positions.options().dtype(at::kLong);
   const at::Tensor low =

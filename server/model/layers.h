@@ -175,9 +175,13 @@ RotaryTables MakeRotaryTables(const at::Tensor& positions, int64_t head_dim,
 class RotaryAngles {
  public:
   RotaryAngles() = default;
-  // `positions`: (T) int64, every token's position.
+  // `positions`: (T) int64, every token's position. `first_positions`, if
+  // given: MakeRotaryTables of positions [0, N) with the same head_dim and
+  // base, made once (Encoder); when every position is below N, the rows
+  // are gathered from it (the same bits) instead of computed.
   RotaryAngles(const at::Tensor& positions, int64_t head_dim, double base,
-               int64_t max_table_bytes);
+               int64_t max_table_bytes,
+               const RotaryTables* first_positions = nullptr);
 
   // cos and sin of rows [begin, begin + count), (count, d/2) float32.
   RotaryTables Rows(int64_t begin, int64_t count) const;

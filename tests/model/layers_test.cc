@@ -74,6 +74,25 @@ TEST(LayersTest, RotaryRowsFromAnglePartsEqualTheWholeTables) {
   }
 }
 
+// Tables of positions [0, N) made once (the encoder's): rows gathered
+// from them are the bits computed for the batch's own positions; a batch
+// with a position past N computes its own.
+TEST(LayersTest, RotaryRowsFromTheFirstPositionsAreTheComputedBits) {
+  const RotaryTables first =
+      MakeRotaryTables(at::arange(100, at::kLong), 64, 10000.0);
+  for (const at::Tensor& positions :
+       {at::tensor({0, 1, 2, 0, 1, 99, 50, 7}, at::kLong),
+        at::tensor({3, 4, 100, 5}, at::kLong)}) {
+    const RotaryAngles computed(positions, 64, 10000.0, int64_t{1} << 30);
+    const RotaryAngles gathered(positions, 64, 10000.0, int64_t{1} << 30,
+                                &first);
+    const RotaryTables want = computed.Rows(0, positions.size(0));
+    const RotaryTables got = gathered.Rows(0, positions.size(0));
+    EXPECT_TRUE(at::equal(got.cos, want.cos)) << positions;
+    EXPECT_TRUE(at::equal(got.sin, want.sin)) << positions;
+  }
+}
+
 TEST(LayersTest, ScaleNormIsScaleTimesUnitVector) {
   Norm norm;
   norm.type = NormType::kScaleNorm;
