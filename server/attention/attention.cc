@@ -180,10 +180,15 @@ void AddHeads(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 
 absl::Status Run(const at::Tensor& projection, int64_t head_dim,
                  c10::Device device, const AttentionOptions& options_in,
-                 const std::vector<HeadGroup>& groups, bool parallel) {
+                 const std::vector<HeadGroup>& groups, bool parallel,
+                 const FeatureContext* prepared = nullptr) {
   const AttentionOptions options = OnDevice(options_in, device);
   if (options.kernel == Kernel::kSoftmaxExact) {
     RunExactAttention(options, groups, parallel);
+    return absl::OkStatus();
+  }
+  if (prepared != nullptr) {
+    RunLinearAttention(*prepared, options, groups, parallel);
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const FeatureContext context,
@@ -193,10 +198,56 @@ absl::Status Run(const at::Tensor& projection, int64_t head_dim,
   return absl::OkStatus();
 }
 
+// Whether `prepared` was made for this call's kernel, ε, head size and
+// device.
+absl::Status CheckPrepared(const FeatureContext& prepared,
+                           const AttentionOptions& options, int64_t head_dim,
+                           const c10::Device& device) {
+  const float epsilon =
+      prepared.traits().adds_epsilon ? options.feature_epsilon : 0.0f;
+  const at::Tensor& w = prepared.scaled_projection_t();
+  if (prepared.kernel() != options.kernel || prepared.epsilon() != epsilon ||
+      (w.defined() && (w.size(0) != head_dim || w.device() != device))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the prepared projection was made for kernel '",
+        KernelName(prepared.kernel()), "', epsilon ", prepared.epsilon(),
+        w.defined() ? absl::StrCat(", head size ", w.size(0), " on ",
+                                   w.device().str())
+                    : std::string(),
+        "; this call has kernel '", KernelName(options.kernel), "', epsilon ",
+        epsilon, ", head size ", head_dim, " on ", device.str()));
+  }
+  return absl::OkStatus();
+}
+
 // Nothing thrown by LibTorch leaves the library (torch_status.h).
 using torch_status::Guarded;
 
 }  // namespace
+
+PreparedProjection::PreparedProjection() = default;
+PreparedProjection::~PreparedProjection() = default;
+PreparedProjection::PreparedProjection(const PreparedProjection&) = default;
+PreparedProjection& PreparedProjection::operator=(const PreparedProjection&) =
+    default;
+
+absl::StatusOr<PreparedProjection> PreparedProjection::Create(
+    const at::Tensor& projection, int64_t head_dim, const c10::Device& device,
+    const AttentionOptions& options) {
+  PreparedProjection prepared;
+  if (options.kernel == Kernel::kSoftmaxExact) return prepared;
+  return Guarded("preparing the projection",
+                 [&]() -> absl::StatusOr<PreparedProjection> {
+                   ASSIGN_OR_RETURN(
+                       FeatureContext context,
+                       FeatureContext::Create(options.kernel, projection,
+                                              head_dim, device,
+                                              options.feature_epsilon));
+                   prepared.context_ = std::make_shared<const FeatureContext>(
+                       std::move(context));
+                   return prepared;
+                 });
+}
 
 AttentionOptions OnDevice(const AttentionOptions& options,
                           const c10::Device& device) {
@@ -252,9 +303,18 @@ absl::StatusOr<at::Tensor> AttendPacked(const at::Tensor& query,
                                         absl::Span<const int64_t> query_offsets,
                                         absl::Span<const int64_t> key_offsets,
                                         const at::Tensor& projection,
-                                        const AttentionOptions& options) {
+                                        const AttentionOptions& options,
+                                        const PreparedProjection* prepared) {
   RETURN_IF_ERROR(
       CheckPacked(query, key, value, query_offsets, key_offsets, options));
+  const FeatureContext* context =
+      prepared != nullptr && options.kernel != Kernel::kSoftmaxExact
+          ? prepared->context()
+          : nullptr;
+  if (context != nullptr) {
+    RETURN_IF_ERROR(
+        CheckPrepared(*context, options, query.size(2), query.device()));
+  }
   return Guarded("packed attention", [&]() -> absl::StatusOr<at::Tensor> {
     at::Tensor out = at::empty({query.size(0), query.size(1), value.size(2)},
                                query.options());
@@ -262,7 +322,7 @@ absl::StatusOr<at::Tensor> AttendPacked(const at::Tensor& query,
       const PaddedBatch batch(query, key, value, query_offsets, key_offsets,
                               out);
       RETURN_IF_ERROR(Run(projection, query.size(2), query.device(), options,
-                          batch.groups(), /*parallel=*/false));
+                          batch.groups(), /*parallel=*/false, context));
       batch.WriteBack();
       return out;
     }
@@ -276,7 +336,7 @@ absl::StatusOr<at::Tensor> AttendPacked(const at::Tensor& query,
                out.narrow(0, q0, q1 - q0).transpose(0, 1), groups);
     }
     RETURN_IF_ERROR(Run(projection, query.size(2), query.device(), options,
-                        groups, /*parallel=*/true));
+                        groups, /*parallel=*/true, context));
     return out;
   });
 }

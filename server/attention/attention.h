@@ -26,6 +26,7 @@
 #define FAVOR_SERVER_ATTENTION_ATTENTION_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -81,6 +82,35 @@ struct AttentionOptions {
   bool softmax_on_libtorch = true;
 };
 
+class FeatureContext;  // features.h
+
+// A layer's projection made ready once for a kernel and a device: what
+// each call would otherwise redo (the float32 copy scaled by d^-1/4 and
+// transposed) on one thread while the others wait, 0.5% of a 512-token
+// Embed on two cores. Copies share it; it is immutable.
+class PreparedProjection {
+ public:
+  // Empty: calls given it prepare the projection themselves.
+  PreparedProjection();
+  ~PreparedProjection();
+  PreparedProjection(const PreparedProjection&);
+  PreparedProjection& operator=(const PreparedProjection&);
+
+  // `projection` as AttendPacked takes it, for heads of `head_dim` on
+  // `device`, for `options`' kernel and ε. Empty for kernels that use no
+  // projection (exact softmax); the errors AttendPacked would return for
+  // the same projection otherwise.
+  static absl::StatusOr<PreparedProjection> Create(
+      const at::Tensor& projection, int64_t head_dim, const c10::Device& device,
+      const AttentionOptions& options);
+
+  bool empty() const { return context_ == nullptr; }
+  const FeatureContext* context() const { return context_.get(); }
+
+ private:
+  std::shared_ptr<const FeatureContext> context_;
+};
+
 // `options` as they apply on `device`: off the CPU, the chunk sizes are
 // gpu_chunk_tokens and gpu_causal_chunk_tokens. Attend and AttendPacked
 // apply it themselves.
@@ -105,13 +135,15 @@ absl::StatusOr<at::Tensor> Attend(const at::Tensor& query,
 // key_offsets[s+1]). Offsets start at 0, never decrease and end at the token
 // count; both lists have one entry per sequence plus one. Returns
 // (Tq, H, dv).
-absl::StatusOr<at::Tensor> AttendPacked(const at::Tensor& query,
-                                        const at::Tensor& key,
-                                        const at::Tensor& value,
-                                        absl::Span<const int64_t> query_offsets,
-                                        absl::Span<const int64_t> key_offsets,
-                                        const at::Tensor& projection,
-                                        const AttentionOptions& options);
+// `prepared`, if given and not empty, is `projection` made ready by
+// PreparedProjection::Create for the same kernel, ε, head size and device
+// (INVALID_ARGUMENT otherwise); the call then does not prepare it again.
+absl::StatusOr<at::Tensor> AttendPacked(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+    absl::Span<const int64_t> query_offsets,
+    absl::Span<const int64_t> key_offsets, const at::Tensor& projection,
+    const AttentionOptions& options,
+    const PreparedProjection* prepared = nullptr);
 
 }  // namespace favor::attention
 

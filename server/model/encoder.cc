@@ -52,6 +52,9 @@ Encoder::LayerAttention Encoder::AttentionOfLayer(int64_t index,
   LayerAttention how;
   if (rotary) how.rotary = local ? &tokens.local_rotary : &tokens.rotary;
   how.options = local ? &local_attention_ : &options_.attention;
+  if (static_cast<size_t>(index) < prepared_projections_.size()) {
+    how.projection = &prepared_projections_[index];
+  }
   return how;
 }
 
@@ -83,6 +86,18 @@ Encoder::Encoder(ModelConfig config, EncoderWeights weights,
     if (config_.local_attention_window > 0) {
       local_rotary_positions_ = MakeRotaryTables(first, config_.head_dim(),
                                                  config_.local_rotary_base);
+    }
+  }
+  if (config_.block == BlockType::kEncoder) {
+    const Tokens none;
+    for (size_t l = 0; l < weights_.layers.size(); ++l) {
+      const LayerAttention how = AttentionOfLayer(static_cast<int64_t>(l), none);
+      absl::StatusOr<attention::PreparedProjection> prepared =
+          attention::PreparedProjection::Create(
+              weights_.layers[l].attention.projection, config_.head_dim(),
+              weights_.word_embeddings.device(), *how.options);
+      prepared_projections_.push_back(
+          prepared.ok() ? *std::move(prepared) : attention::PreparedProjection());
     }
   }
 }
@@ -239,7 +254,8 @@ absl::StatusOr<at::Tensor> Encoder::AttendHeads(
                                  heads(kv.narrow(1, width, width)), a_offsets,
                                  b_offsets, layer.attention.projection,
                                  how.options != nullptr ? *how.options
-                                                        : options_.attention);
+                                                        : options_.attention,
+                                 how.projection);
 }
 
 absl::StatusOr<at::Tensor> Encoder::Layer(const LayerWeights& layer,

@@ -147,6 +147,9 @@ class Encoder {
   struct LayerAttention {
     const RotaryAngles* rotary = nullptr;
     const attention::AttentionOptions* options = nullptr;
+    // The layer's projection prepared for `options` (null: prepared per
+    // call).
+    const attention::PreparedProjection* projection = nullptr;
   };
   // The layer `index` of an encoder-block model: global or local.
   LayerAttention AttentionOfLayer(int64_t index, const Tokens& tokens) const;
@@ -212,6 +215,10 @@ class Encoder {
   // cost short sequences 0.3% of an Embed).
   static constexpr int64_t kRotaryTablePositions = 2048;
   RotaryTables rotary_positions_, local_rotary_positions_;
+  // Encoder-block models: each layer's projection prepared once for its
+  // attention options (AttentionOfLayer); empty where that failed, and the
+  // call then reports the error.
+  std::vector<attention::PreparedProjection> prepared_projections_;
 };
 
 }  // namespace favor::model::internal

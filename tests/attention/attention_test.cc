@@ -521,6 +521,70 @@ TEST_P(AllKernelsTest, PackedEqualsOneSequenceAtATime) {
   }
 }
 
+// A projection prepared once (PreparedProjection) gives the bits of one
+// prepared by the call, causal or not, on both CPU schedules; exact
+// softmax prepares nothing.
+TEST_P(AllKernelsTest, PreparedProjectionIsTheSameBits) {
+  at::manual_seed(9);
+  const std::vector<int64_t> offsets = {0, 37, 38, 128};
+  const at::Tensor q = at::randn({128, kHeads, kDim}) * InputScale(GetParam());
+  const at::Tensor k = at::randn({128, kHeads, kDim}) * InputScale(GetParam());
+  const at::Tensor v = at::randn({128, kHeads, kValueDim});
+  for (const auto& [causal, schedule] :
+       {std::pair{false, kSchedules[0]}, std::pair{true, kSchedules[0]},
+        std::pair{false, kSchedules[1]}}) {
+    AttentionOptions options = Options(GetParam(), causal);
+    options.cpu_schedule = schedule;
+    auto prepared = PreparedProjection::Create(TestProjection(), kDim,
+                                               c10::Device("cpu"), options);
+    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    EXPECT_EQ(prepared->empty(), GetParam() == Kernel::kSoftmaxExact);
+    auto want =
+        AttendPacked(q, k, v, offsets, offsets, TestProjection(), options);
+    auto got = AttendPacked(q, k, v, offsets, offsets, TestProjection(),
+                            options, &*prepared);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(at::equal(*got, *want))
+        << "causal=" << causal << ScheduleName(schedule);
+  }
+}
+
+// A prepared projection used for another kernel, ε or head size is
+// refused, and Create refuses what AttendPacked would.
+TEST(AttentionTest, PreparedProjectionForOtherOptionsIsRefused) {
+  const AttentionOptions favor = Options(Kernel::kFavorPositive, false);
+  auto prepared = PreparedProjection::Create(TestProjection(), kDim,
+                                             c10::Device("cpu"), favor);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  const std::vector<int64_t> offsets = {0, 10};
+  const at::Tensor x = at::randn({10, kHeads, kDim});
+  AttentionOptions other_kernel = favor;
+  other_kernel.kernel = Kernel::kFavorPlusPlus;
+  AttentionOptions other_epsilon = favor;
+  other_epsilon.feature_epsilon = 1e-3f;
+  for (const AttentionOptions& options : {other_kernel, other_epsilon}) {
+    auto out = AttendPacked(x, x, x.narrow(2, 0, kValueDim), offsets, offsets,
+                            TestProjection(), options, &*prepared);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(out.status().message()),
+                testing::HasSubstr("prepared projection"));
+  }
+  const at::Tensor wide = at::randn({10, kHeads, 2 * kDim});
+  auto wrong_size = AttendPacked(wide, wide, wide, offsets, offsets,
+                                 at::Tensor(), favor, &*prepared);
+  EXPECT_EQ(wrong_size.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong_size.status().message()),
+              testing::HasSubstr("head size 16"));
+  // The same projection checks as a call's.
+  auto bad = PreparedProjection::Create(at::randn({kFeatures, kDim + 1}), kDim,
+                                        c10::Device("cpu"), favor);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  auto none = PreparedProjection::Create(at::Tensor(), kDim,
+                                         c10::Device("cpu"), favor);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // A padded batch equals its unpadded sequences: padding keys (filled with
 // large garbage here) are ignored by every query.
 TEST_P(AllKernelsTest, PaddedBatchEqualsUnpaddedSequences) {
