@@ -66,7 +66,7 @@ TEST(CpuGeluTest, TailsAndSpecialValues) {
 
 #ifdef FAVOR_X86_TARGETS
 __attribute__((target("avx512f"))) void Gelu16Over(const float* in, float* out,
-                                                  size_t n) {
+                                                   size_t n) {
   for (size_t i = 0; i + 16 <= n; i += 16) {
     _mm512_storeu_ps(out + i, Gelu16(_mm512_loadu_ps(in + i)));
   }
