@@ -153,6 +153,9 @@ class Encoder {
   };
   // The layer `index` of an encoder-block model: global or local.
   LayerAttention AttentionOfLayer(int64_t index, const Tokens& tokens) const;
+  // Whether layer `index` is a local layer (config local_attention_window,
+  // global_attention_every_n_layers).
+  bool IsLocalLayer(int64_t index) const;
   // One layer mapping queries `a` (offsets a_offsets) and keys/values `b`
   // to new query vectors, written over a's storage (returned); b is
   // undefined for self-attention over a. Attention runs over groups of
