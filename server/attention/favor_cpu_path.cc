@@ -97,11 +97,14 @@ class KeyAccumulator {
 
   const bool bf16_;
   const int64_t d_, dv_, m_;
-  // Σφ̃(k)vᵀ and Σφ̃(k) in plain buffers (Finish copies them into the
-  // state), Σ[v | 1] in the tensor it returns, and raw pointers into them
-  // and the inputs, taken once: the steps are short enough for tensor
-  // accessors to show.
-  std::vector<float> sums_, feature_sums_;
+  // The state Finish returns, (1, m, dv + 1): the products add Σφ̃(k)vᵀ
+  // into its first dv columns (rows dv + 1 floats apart) and Finish writes
+  // Σφ̃(k), kept apart in a plain buffer meanwhile, into the last; Σ[v | 1]
+  // in the tensor it returns too; and raw pointers into them and the
+  // inputs, taken once: the steps are short enough for tensor accessors to
+  // show.
+  at::Tensor state_;
+  std::vector<float> feature_sums_;
   at::Tensor value_sums_;
   float* const sums_data_;
   float* const feature_sums_data_;
@@ -134,10 +137,10 @@ KeyAccumulator::KeyAccumulator(const FeatureContext& context,
       d_(group.key.size(2)),
       dv_(group.value.size(2)),
       m_(context.num_features()),
-      sums_(m_ * dv_),
+      state_(at::zeros({1, m_, dv_ + 1}, at::kFloat)),
       feature_sums_(m_),
       value_sums_(at::zeros({dv_ + 1}, at::kFloat)),
-      sums_data_(sums_.data()),
+      sums_data_(state_.data_ptr<float>()),
       feature_sums_data_(feature_sums_.data()),
       value_sums_data_(value_sums_.data_ptr<float>()),
       keys_(DataOr<float>(group.key, !bf16_)),
@@ -200,10 +203,10 @@ void KeyAccumulator::AddValues(int64_t start, int64_t rows,
       PackedProduct(m_, dv_, rows, {features_, 1, m_},
                     PackedForAvx2(ScratchSlot::kPackedValues, rows, dv_,
                                   v.data, v.row_stride),
-                    sums_data_, dv_, /*accumulate=*/true);
+                    sums_data_, dv_ + 1, /*accumulate=*/true);
     } else {
       MatMul(m_, dv_, rows, {features_, 1, m_}, v.data, v.row_stride,
-             sums_data_, dv_, /*accumulate=*/true);
+             sums_data_, dv_ + 1, /*accumulate=*/true);
     }
     return;
   }
@@ -217,7 +220,7 @@ void KeyAccumulator::AddValues(int64_t start, int64_t rows,
   cpu::PackBF16(rows, m_, {features_, m_, 1}, features16_);
   cpu::PackBF16(rows, dv_, v, stride, values16_packed_);
   cpu::GemmBF16PackedA(m_, dv_, rows, features16_, values16_packed_, sums_data_,
-                       dv_, /*accumulate=*/true);
+                       dv_ + 1, /*accumulate=*/true);
 }
 
 void KeyAccumulator::Step(int64_t start, int64_t rows) {
@@ -232,31 +235,31 @@ void KeyAccumulator::Step(int64_t start, int64_t rows) {
   // kept key there are none (all zero).
   if (shift_ != shift_before && shift_before != FeatureContext::kEmptyShift) {
     const float scale = std::exp(shift_before - shift_);
-    for (int64_t i = 0; i < m_ * dv_; ++i) sums_data_[i] *= scale;
+    for (int64_t i = 0; i < m_; ++i) {
+      float* row = sums_data_ + i * (dv_ + 1);
+      for (int64_t j = 0; j < dv_; ++j) row[j] *= scale;
+    }
   }
   AddValues(start, rows, keep_rows);
 }
 
 KeyState KeyAccumulator::Finish() {
-  // [Σφ̃(k)vᵀ | Σφ̃(k)] written row by row into one (1, m, dv + 1) tensor,
-  // settled on the maximum as it is copied: a loop rather than a handful
-  // of tensor operations, which cost short sequences (one per head and
-  // layer) more than their keys' arithmetic.
+  // Σφ̃(k) into the state's last column, and the state settled on the
+  // maximum in place: a loop rather than a handful of tensor operations,
+  // which cost short sequences (one per head and layer) more than their
+  // keys' arithmetic.
   const float scale = max_seen_ > shift_ ? std::exp(shift_ - max_seen_) : 1.0f;
-  const auto opts = at::TensorOptions().dtype(at::kFloat);
-  at::Tensor sums = at::empty({1, m_, dv_ + 1}, opts);
-  float* out = sums.data_ptr<float>();
-  for (int64_t i = 0; i < m_; ++i, out += dv_ + 1) {
-    const float* row = sums_data_ + i * dv_;
+  float* row = sums_data_;
+  for (int64_t i = 0; i < m_; ++i, row += dv_ + 1) {
     if (scale == 1.0f) {
-      std::copy(row, row + dv_, out);
-      out[dv_] = feature_sums_data_[i];
+      row[dv_] = feature_sums_data_[i];
     } else {
-      for (int64_t j = 0; j < dv_; ++j) out[j] = row[j] * scale;
-      out[dv_] = feature_sums_data_[i] * scale;
+      for (int64_t j = 0; j < dv_; ++j) row[j] *= scale;
+      row[dv_] = feature_sums_data_[i] * scale;
     }
   }
-  return {std::move(sums), at::full({1, 1, 1}, max_seen_, opts),
+  const auto opts = at::TensorOptions().dtype(at::kFloat);
+  return {std::move(state_), at::full({1, 1, 1}, max_seen_, opts),
           value_sums_.view({1, 1, -1})};
 }
 

@@ -28,7 +28,9 @@ class LinearAttention {
   void Merge(KeyState& total, const KeyState& part) const;
   // The state queries multiply: [Σφ(k)vᵀ | Σφ(k)] with ε folded in, or for
   // kExp the per-feature normalised sums with a ones column.
-  at::Tensor QueryState(const KeyState& keys) const;
+  // The state the queries multiply; in `keys`' own sums when nothing else
+  // holds them.
+  at::Tensor QueryState(KeyState keys) const;
   void Queries(const HeadGroup& group, const at::Tensor& state, int64_t begin,
                int64_t end) const;
   // Causal outputs for tokens [begin, end), given `prefix`, the key sums of
@@ -155,7 +157,7 @@ void LinearAttention::Merge(KeyState& total, const KeyState& part) const {
   total.value_sums.add_(part.value_sums);
 }
 
-at::Tensor LinearAttention::QueryState(const KeyState& keys) const {
+at::Tensor LinearAttention::QueryState(KeyState keys) const {
   if (context_.traits().key_shift == KeyShift::kPerFeature) {
     const at::Tensor normalised = DivideByLastColumn(keys.sums);
     return at::cat({normalised, at::ones_like(keys.sums.narrow(-1, 0, 1))}, -1);
@@ -168,10 +170,12 @@ at::Tensor LinearAttention::QueryState(const KeyState& keys) const {
       value_sums.scalar_type() != at::kFloat || !value_sums.is_contiguous()) {
     return sums + context_.epsilon() * value_sums;
   }
-  // The same sum as a loop: on the CPU path a group is one head of one
-  // sequence, and two broadcast tensor operations per head cost a batch of
-  // short sequences more than the arithmetic.
-  at::Tensor state = at::empty_like(sums);
+  // The same sum as a loop, in place where the sums are this state's
+  // alone: on the CPU path a group is one head of one sequence, and two
+  // broadcast tensor operations per head cost a batch of short sequences
+  // more than the arithmetic.
+  const bool own = sums.use_count() == 1 && sums.storage().use_count() == 1;
+  at::Tensor state = own ? sums : at::empty_like(sums);
   const int64_t groups = sums.size(0), rows = sums.size(1);
   const int64_t cols = sums.size(2);
   const float epsilon = context_.epsilon();
@@ -180,7 +184,11 @@ at::Tensor LinearAttention::QueryState(const KeyState& keys) const {
   float* out = state.data_ptr<float>();
   for (int64_t g = 0; g < groups; ++g, add += cols) {
     for (int64_t i = 0; i < rows; ++i, in += cols, out += cols) {
-      for (int64_t j = 0; j < cols; ++j) out[j] = in[j] + epsilon * add[j];
+      if (own) {  // one pointer: no run-time check of in against out
+        for (int64_t j = 0; j < cols; ++j) out[j] += epsilon * add[j];
+      } else {
+        for (int64_t j = 0; j < cols; ++j) out[j] = in[j] + epsilon * add[j];
+      }
     }
   }
   return state;
@@ -383,7 +391,7 @@ std::vector<at::Tensor> MergeRanges(const LinearAttention& attention,
         parts[i] = KeyState();
       }
     }
-    states[g] = attention.QueryState(total);
+    states[g] = attention.QueryState(std::move(total));
   });
   return states;
 }
