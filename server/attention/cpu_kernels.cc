@@ -371,4 +371,31 @@ void DivideRows(const float* num, const float* den, int64_t rows, int64_t cols,
   }
 }
 
+FAVOR_MULTIVERSION
+void SoftmaxColumnsStep(float* scores, int64_t rows, int64_t cols,
+                        float* column_max, float* column_sum,
+                        float* correction, float* shift) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  // correction holds the old maxima until the new ones are known.
+  for (int64_t c = 0; c < cols; ++c) correction[c] = column_max[c];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = scores + r * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      column_max[c] = row[c] > column_max[c] ? row[c] : column_max[c];
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    shift[c] = column_max[c] == kMinusInf ? 0.0f : column_max[c];
+    correction[c] = FastExp(correction[c] - shift[c]);
+    column_sum[c] *= correction[c];
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = scores + r * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      row[c] = FastExp(row[c] - shift[c]);
+      column_sum[c] += row[c];
+    }
+  }
+}
+
 }  // namespace favor::attention::cpu

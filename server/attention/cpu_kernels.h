@@ -74,6 +74,19 @@ void AddKeptMoments(const float* x, int64_t rows, int64_t cols, int64_t stride,
 void DivideRows(const float* num, const float* den, int64_t rows, int64_t cols,
                 float* out, int64_t out_stride);
 
+// One block of exact softmax's online update, its scores laid out keys ×
+// queries (`rows` keys of `cols` queries, contiguous; −∞ where a key is
+// masked for a query). Per query c: the running maximum column_max[c] is
+// raised to the block's, each score becomes exp(score − shift[c]) in place
+// (shift: the maximum, or 0 while it is −∞, so masked scores give 0), the
+// running sum column_sum[c] is multiplied by correction[c] =
+// exp(old maximum − shift) and the block's scores added to it.
+// `correction` (cols floats, written) is what the caller scales its
+// running outputs by; `shift` is cols floats of scratch.
+void SoftmaxColumnsStep(float* scores, int64_t rows, int64_t cols,
+                        float* column_max, float* column_sum,
+                        float* correction, float* shift);
+
 }  // namespace favor::attention::cpu
 
 #endif  // FAVOR_SERVER_ATTENTION_CPU_KERNELS_H_

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "server/attention/cpu_kernels.h"
+#include "server/attention/exact_cpu_path.h"
 #include "server/attention/keep_mask.h"
 #include "server/attention/torch_compat.h"
 
@@ -61,6 +62,9 @@ at::Tensor MaskedScores(const HeadGroup& group, const at::Tensor& q,
 
 void QueryTile(const HeadGroup& group, const AttentionOptions& options,
                int64_t q_begin, int64_t q_end) {
+  if (ExactCpuPathApplies(group)) {
+    return ExactQueryTileCpu(group, options, q_begin, q_end);
+  }
   const at::Tensor q =
       group.query.narrow(1, q_begin, q_end - q_begin).to(at::kFloat);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));

@@ -33,7 +33,15 @@ enum class ScratchSlot {
   kPackedProjection = 5,
   kPackedProjectionF32 = 6,
   kPackedValues = 7,
-  kCount = 8
+  // Exact softmax's CPU path (exact_cpu_path.cc): a query tile transposed,
+  // a block of its scores, its running outputs, and on AVX2 the first and
+  // the second product's right-hand operand packed.
+  kExactQueries = 8,
+  kExactScores = 9,
+  kExactOutputs = 10,
+  kExactPackedQueries = 11,
+  kExactPackedValues = 12,
+  kCount = 13
 };
 // The thread's buffer in `slot`, at least rows × cols floats (or
 // `elements` bfloat16), 64-byte aligned; grown as needed, its contents
