@@ -16,7 +16,9 @@ Steps:
      the server's chunked attention; a failure exits 1 before any timing;
   3. rounds: in each, for each shape, the machine's sgemm rate, Favor
      (model_bench's favor+ row, then its int8 and bfloat16 rows where the
-     CPU runs them), ONNX Runtime exact, ONNX Runtime FAVOR+,
+     CPU runs them, and up to 4,096 tokens its exact row: Favor's softmax
+     attention on a twin of the same shape), ONNX Runtime exact, ONNX
+     Runtime FAVOR+,
      one program at a time, so that every ratio comes from the same minutes
      on a shared, noisy machine (whose speed can change by 2x from one
      minute to the next); 2 threads for all of them. Each shape's block
@@ -24,7 +26,9 @@ Steps:
      hypervisor's steal) took meanwhile: ONNX Runtime's threads spin while
      they wait, so they lose more than Favor's to a neighbour, and ratios
      measured beside one are not those of a quiet machine;
-  4. the table (ranges over all rounds), then each goal of issue 35 marked
+  4. the table (ranges over all rounds), with softmax against softmax
+     (Favor's exact row against ONNX Runtime's exact graph) beside it, then
+     each goal of issue 35 marked
      met or not met on the median of its per-round ratio over the quiet
      rounds (others took at most 10% of the CPUs), or over all rounds,
      said so, when none was quiet; under each float32 ratio not met, the
@@ -204,14 +208,18 @@ def cpu_description():
 
 def model_bench_row(shape, dtype=""):
     batch, length = shape
-    name = f"favor+ {dtype}" if dtype else "favor+"
+    if dtype == "exact":  # the softmax twin of the default's shape
+        name = "exact"
+    else:
+        name = f"favor+ {dtype}" if dtype else "favor+"
     return f"{name}/{batch}x{length}" if batch > 1 else f"{name}/L={length}"
 
 
 def favor_rate(build, shape, dtype=""):
     """{"mean", "best"} tokens/s of model_bench's favor+ row (in `dtype`:
-    "" for float32, "int8", "bf16"), or None when it has no such row (the CPU
-    cannot run that dtype: bf16 needs AVX512-BF16, int8 AVX2)."""
+    "" for float32, "int8", "bf16"; "exact": its exact row, the softmax twin
+    in float32), or None when it has no such row (the CPU cannot run that
+    dtype: bf16 needs AVX512-BF16, int8 AVX2)."""
     row = model_bench_row(shape, dtype)
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         # OpenMP's wait policy as favor-server runs (GOMP's default: a
@@ -352,6 +360,19 @@ def print_table(results, sgemm, peak, flops):
               f" | {ratio_cell(r['favor'], r['favor+'])}"
               f" | {spread(shares, percent) if shares else ''}"
               f" | {spread(of_peak, percent) if of_peak else ''} |")
+    if any(results[shape]["softmax"] for shape in SHAPES):
+        print("\nSoftmax attention on both sides (the softmax twin: Favor's exact "
+              "path, model_bench's exact rows, against ONNX Runtime's exact "
+              "graph), in the same rounds; reported, not a goal of issue 35:\n")
+        print("| shape | Favor exact: mean (best) | ONNX Runtime exact: mean (best) "
+              "| Favor exact / ORT exact, means (bests) |")
+        print("| --- | ---: | ---: | ---: |")
+        for shape in SHAPES:
+            r = results[shape]
+            if r["softmax"]:
+                print(f"| {shape[0]} × {shape[1]:,} | {rate_cell(r['softmax'], '')}"
+                      f" | {rate_cell(r['exact'], '')}"
+                      f" | {ratio_cell(r['softmax'], r['exact'])} |")
     measured = [(key, name) for key, name in REDUCED
                 if any(results[shape][key] for shape in SHAPES)]
     if not measured:
@@ -502,7 +523,8 @@ def main():
 
     check_shape(config)
     flops = flops_per_token(config)
-    results = {s: {"favor": [], "int8": [], "bf16": [], "exact": [], "favor+": []}
+    results = {s: {"favor": [], "int8": [], "bf16": [], "softmax": [],
+                   "exact": [], "favor+": []}
                for s in SHAPES}
     sgemm = {s: [] for s in SHAPES}  # GFLOP/s, per shape and round
     peak = {s: [] for s in SHAPES}  # two cores' FMA peak, GFLOP/s, the same
@@ -526,6 +548,9 @@ def main():
                 if rate is not None:
                     r[key].append(rate)
             if shape[1] <= EXACT_MAX_LENGTH:
+                rate = favor_rate(build, shape, "exact")
+                if rate is not None:
+                    r["softmax"].append(rate)
                 r["exact"].append(ort_rate(peers, os.path.join(peers, "softmax.onnx"), shape))
             r["favor+"].append(ort_rate(peers, os.path.join(peers, "favor.onnx"), shape))
             foreign[shape].append(load.share())

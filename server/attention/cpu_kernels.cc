@@ -371,10 +371,14 @@ void DivideRows(const float* num, const float* den, int64_t rows, int64_t cols,
   }
 }
 
+namespace {
+
+// The portable SoftmaxColumnsStep: whole-block passes, vectorised by each
+// target clone.
 FAVOR_MULTIVERSION
-void SoftmaxColumnsStep(float* scores, int64_t rows, int64_t cols,
-                        float* column_max, float* column_sum,
-                        float* correction, float* shift) {
+void SoftmaxColumnsStepPortable(float* scores, int64_t rows, int64_t cols,
+                                float* column_max, float* column_sum,
+                                float* correction, float* shift) {
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   // correction holds the old maxima until the new ones are known.
   for (int64_t c = 0; c < cols; ++c) correction[c] = column_max[c];
@@ -396,6 +400,76 @@ void SoftmaxColumnsStep(float* scores, int64_t rows, int64_t cols,
       column_sum[c] += row[c];
     }
   }
+}
+
+#ifdef FAVOR_X86_TARGETS
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Exp16, and 0 below −87.34 (−∞ included) as FastExp.
+__attribute__((target("avx512f"))) inline __m512 Exp16OrZero(__m512 x) {
+  const __mmask16 kept =
+      _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3365447505531f), _CMP_GE_OQ);
+  return _mm512_maskz_mov_ps(kept, Exp16(x));
+}
+
+// The same step with AVX-512's exp, sixteen queries at a time down the
+// block: the max pass brings the strip into the L1 cache for the exp pass.
+__attribute__((target("avx512f"))) void SoftmaxColumnsStepAvx512(
+    float* scores, int64_t rows, int64_t cols, float* column_max,
+    float* column_sum, float* correction, float* /*shift*/) {
+  const __m512 minus_inf =
+      _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t c = 0; c < cols; c += 16) {
+    const __mmask16 mask = cols - c >= 16
+                               ? __mmask16(0xFFFF)
+                               : static_cast<__mmask16>((1u << (cols - c)) - 1);
+    const __m512 old = _mm512_maskz_loadu_ps(mask, column_max + c);
+    __m512 top = old;
+    for (int64_t r = 0; r < rows; ++r) {
+      top = _mm512_max_ps(
+          top, _mm512_mask_loadu_ps(minus_inf, mask, scores + r * cols + c));
+    }
+    _mm512_mask_storeu_ps(column_max + c, mask, top);
+    const __m512 shift = _mm512_mask_mov_ps(
+        top, _mm512_cmp_ps_mask(top, minus_inf, _CMP_EQ_OQ),
+        _mm512_setzero_ps());
+    const __m512 corr = Exp16OrZero(_mm512_sub_ps(old, shift));
+    _mm512_mask_storeu_ps(correction + c, mask, corr);
+    __m512 sum =
+        _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, column_sum + c), corr);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* at = scores + r * cols + c;
+      const __m512 e = Exp16OrZero(
+          _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, at), shift));
+      _mm512_mask_storeu_ps(at, mask, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    _mm512_mask_storeu_ps(column_sum + c, mask, sum);
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+using SoftmaxColumnsStepFn = void (*)(float*, int64_t, int64_t, float*,
+                                      float*, float*, float*);
+
+SoftmaxColumnsStepFn SoftmaxColumnsStepKernel() {
+  static const SoftmaxColumnsStepFn fn = [] {
+#ifdef FAVOR_X86_TARGETS
+    if (DetectedCpuFeatures().avx512f) return &SoftmaxColumnsStepAvx512;
+#endif
+    return &SoftmaxColumnsStepPortable;
+  }();
+  return fn;
+}
+
+}  // namespace
+
+void SoftmaxColumnsStep(float* scores, int64_t rows, int64_t cols,
+                        float* column_max, float* column_sum,
+                        float* correction, float* shift) {
+  SoftmaxColumnsStepKernel()(scores, rows, cols, column_max, column_sum,
+                             correction, shift);
 }
 
 }  // namespace favor::attention::cpu

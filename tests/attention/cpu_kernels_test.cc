@@ -157,6 +157,73 @@ TEST(CpuKernelsTest, ExpWithRunningShiftOfOnlyMaskedRowsIsEmpty) {
   for (float v : sums) EXPECT_EQ(v, 0.0f);
 }
 
+// One block of exact softmax's online update against the same in double:
+// 37 keys × 21 queries (a partial vector of queries), some scores masked
+// (−∞), two queries every key is hidden from (one with a running maximum,
+// one with none yet: its shift must be 0, not −∞), queries starting from a
+// running state (a maximum the block raises, one it does not, none yet).
+TEST(CpuKernelsTest, SoftmaxColumnsStepIsTheOnlineSoftmaxUpdate) {
+  constexpr int64_t kRows = 37, kCols = 21;
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  std::vector<float> scores(kRows * kCols);
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t c = 0; c < kCols; ++c) {
+      const bool hidden = c == 5 || c == 6 || (r + c) % 7 == 0;
+      scores[r * kCols + c] = hidden ? kMinusInf : normal(rng);
+    }
+  }
+  std::vector<float> max(kCols), sum(kCols), correction(kCols), shift(kCols);
+  for (int64_t c = 0; c < kCols; ++c) {
+    max[c] = c % 3 == 0 ? kMinusInf : (c % 3 == 1 ? -30.0f : 30.0f);
+    sum[c] = c % 3 == 0 ? 0.0f : 2.5f;
+  }
+  const std::vector<float> before = scores, old_max = max, old_sum = sum;
+  SoftmaxColumnsStep(scores.data(), kRows, kCols, max.data(), sum.data(),
+                     correction.data(), shift.data());
+  for (int64_t c = 0; c < kCols; ++c) {
+    double top = old_max[c];
+    for (int64_t r = 0; r < kRows; ++r) {
+      top = std::max(top, static_cast<double>(before[r * kCols + c]));
+    }
+    ASSERT_EQ(max[c], static_cast<float>(top)) << "query " << c;
+    const double s = std::isinf(top) ? 0.0 : top;
+    // exp's own error, the rounding of its float argument, and (for the
+    // sum) the float additions.
+    // (Masked scores give exactly 0.)
+    const auto bound = [](double argument, double value) {
+      if (value == 0.0) return 0.0;
+      return (kExpRelativeError + std::abs(argument) * kRounding) * value;
+    };
+    const double old_argument = static_cast<double>(old_max[c]) - s;
+    const double corr = std::exp(old_argument);
+    EXPECT_NEAR(correction[c], corr, bound(old_argument, corr))
+        << "query " << c;
+    double total = old_sum[c] * corr;
+    double total_bound = old_sum[c] * bound(old_argument, corr);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const double argument = static_cast<double>(before[r * kCols + c]) - s;
+      const double e = std::exp(argument);
+      EXPECT_NEAR(scores[r * kCols + c], e, bound(argument, e))
+          << "key " << r << ", query " << c;
+      total += e;
+      total_bound += bound(argument, e);
+    }
+    EXPECT_NEAR(sum[c], total, total_bound + kRows * kRounding * total)
+        << "query " << c;
+  }
+  // The queries no key reaches keep their maximum and add nothing; the one
+  // with none yet stays empty.
+  EXPECT_EQ(max[5], old_max[5]);
+  EXPECT_EQ(max[6], kMinusInf);
+  EXPECT_EQ(sum[6], 0.0f);
+  for (int64_t r = 0; r < kRows; ++r) {
+    EXPECT_EQ(scores[r * kCols + 5], 0.0f);
+    EXPECT_EQ(scores[r * kCols + 6], 0.0f);
+  }
+}
+
 TEST(CpuKernelsTest, RowSquaredNormsAndDivideRows) {
   const int64_t rows = 3, cols = 21, stride = 24;
   std::vector<float> x = RandomRows(rows, stride, 2.0f, 5), h(rows);
