@@ -124,10 +124,11 @@ void ExactQueryTileCpu(const HeadGroup& group, const AttentionOptions& options,
     const float* v = group.value.data_ptr<float>() + g * group.value.stride(0);
     const int64_t k_stride = group.key.stride(1);
     const int64_t v_stride = group.value.stride(1);
+    // A (G, Lk) mask has a row per head; a (Lk) or (1, Lk) one is shared.
+    const bool per_head = keep.defined() && keep.dim() == 2 && keep.size(0) > 1;
     const bool* keep_row =
-        keep.defined()
-            ? keep.data_ptr<bool>() + (keep.dim() == 2 ? g * key_length : 0)
-            : nullptr;
+        keep.defined() ? keep.data_ptr<bool>() + (per_head ? g * key_length : 0)
+                       : nullptr;
     for (int64_t k0 = key_start; k0 < key_stop; k0 += block) {
       const int64_t keys = std::min(block, key_stop - k0);
       // Scores, keys × queries.
