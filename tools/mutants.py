@@ -715,6 +715,10 @@ MUTANTS = [
     _m("softmax-step-sum-uncorrected", ATT + "cpu_kernels.cc",
        "dropped stabiliser", "    column_sum[c] *= correction[c];\n", "",
        "attention", regex="CpuKernels|ExactCpuPath"),
+    _m("exact-cpu-bf16-widened-short", ATT + "exact_cpu_path.cc",
+       "off-by-one bound", "dst[c] = uint32_t{row[c]} << 16;",
+       "dst[c] = uint32_t{row[c]} << 15;", "attention",
+       regex="ExactCpuPath"),
     _m("softmax-step-avx512-tail-unmasked", ATT + "cpu_kernels.cc",
        "off-by-one bound",
        "                               : static_cast<__mmask16>((1u << (cols - c)) - 1);\n"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/attention/cpu_gemm.h"
+#include "server/attention/cpu_gemm_bf16.h"
 #include "server/attention/cpu_kernels.h"
 #include "server/attention/favor_cpu_steps.h"
 
@@ -62,15 +63,47 @@ void MaskRow(float* row, int64_t key, int64_t q_begin, int64_t queries,
   std::fill(row + hi, row + queries, kMinusInf);
 }
 
+// out (rows × cols, row stride cols) = x widened to float32: bfloat16 is a
+// float32's upper half, so exactly.
+void Widen(const cpu::BFloat16Bits* x, int64_t stride, int64_t rows,
+           int64_t cols, float* out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const cpu::BFloat16Bits* row = x + i * stride;
+    uint32_t* dst = reinterpret_cast<uint32_t*>(out + i * cols);
+    for (int64_t c = 0; c < cols; ++c) dst[c] = uint32_t{row[c]} << 16;
+  }
+}
+
+// Rows of a (G, L, ·) input in float32: in place, or (bfloat16) rows
+// [begin, begin + rows) of head g widened into the thread's `slot`.
+struct Rows {
+  const float* data;
+  int64_t stride;
+};
+Rows RowsOf(const at::Tensor& x, int64_t g, int64_t begin, int64_t rows,
+            ScratchSlot slot) {
+  const int64_t stride = x.stride(1), cols = x.size(2);
+  const int64_t offset = g * x.stride(0) + begin * stride;
+  if (x.scalar_type() == at::kFloat) {
+    return {x.data_ptr<float>() + offset, stride};
+  }
+  float* out = Scratch(slot, rows, cols);
+  Widen(static_cast<const cpu::BFloat16Bits*>(x.data_ptr()) + offset, stride,
+        rows, cols, out);
+  return {out, cols};
+}
+
 }  // namespace
 
 bool ExactCpuPathApplies(const HeadGroup& group) {
-  const auto float32_rows = [](const at::Tensor& t) {
-    return t.scalar_type() == at::kFloat && t.dim() == 3 && t.stride(2) == 1;
+  const at::ScalarType type = group.query.scalar_type();
+  const auto rows_of_type = [type](const at::Tensor& t) {
+    return t.scalar_type() == type && t.dim() == 3 && t.stride(2) == 1;
   };
-  return group.query.device().is_cpu() && float32_rows(group.query) &&
-         float32_rows(group.key) && float32_rows(group.value) &&
-         float32_rows(group.out) &&
+  return group.query.device().is_cpu() &&
+         (type == at::kFloat || type == at::kBFloat16) &&
+         rows_of_type(group.query) && rows_of_type(group.key) &&
+         rows_of_type(group.value) && rows_of_type(group.out) &&
          (!group.keep.defined() || group.keep.device().is_cpu()) &&
          (ProductsOnGemm() || ProductsOnPackedAvx2());
 }
@@ -107,23 +140,18 @@ void ExactQueryTileCpu(const HeadGroup& group, const AttentionOptions& options,
   float* const shift = correction + queries;
 
   for (int64_t g = 0; g < heads; ++g) {
-    const float* q = group.query.data_ptr<float>() + g * group.query.stride(0) +
-                     q_begin * group.query.stride(1);
-    const int64_t q_stride = group.query.stride(1);
+    const Rows q =
+        RowsOf(group.query, g, q_begin, queries, ScratchSlot::kExactWideRows);
     // The tile's queries as the first product's right-hand operand (d ×
     // queries), scaled by 1/√d as they are copied.
     for (int64_t i = 0; i < queries; ++i) {
       for (int64_t c = 0; c < d; ++c) {
-        queries_t[c * queries + i] = q[i * q_stride + c] * scale;
+        queries_t[c * queries + i] = q.data[i * q.stride + c] * scale;
       }
     }
     std::fill(column_max, column_max + queries, kMinusInf);
     std::fill(column_sum, column_sum + queries, 0.0f);
     std::fill(outputs, outputs + queries * dv, 0.0f);
-    const float* k = group.key.data_ptr<float>() + g * group.key.stride(0);
-    const float* v = group.value.data_ptr<float>() + g * group.value.stride(0);
-    const int64_t k_stride = group.key.stride(1);
-    const int64_t v_stride = group.value.stride(1);
     // A (G, Lk) mask has a row per head; a (Lk) or (1, Lk) one is shared.
     const bool per_head = keep.defined() && keep.dim() == 2 && keep.size(0) > 1;
     const bool* keep_row =
@@ -132,8 +160,10 @@ void ExactQueryTileCpu(const HeadGroup& group, const AttentionOptions& options,
     for (int64_t k0 = key_start; k0 < key_stop; k0 += block) {
       const int64_t keys = std::min(block, key_stop - k0);
       // Scores, keys × queries.
-      Product(keys, queries, d, {k + k0 * k_stride, k_stride, 1}, queries_t,
-              queries, scores, queries, /*accumulate=*/false,
+      const Rows k =
+          RowsOf(group.key, g, k0, keys, ScratchSlot::kExactWideRows);
+      Product(keys, queries, d, {k.data, k.stride, 1}, queries_t, queries,
+              scores, queries, /*accumulate=*/false,
               ScratchSlot::kExactPackedQueries);
       for (int64_t r = 0; r < keys; ++r) {
         MaskRow(scores + r * queries, k0 + r, q_begin, queries, keep_row,
@@ -148,13 +178,25 @@ void ExactQueryTileCpu(const HeadGroup& group, const AttentionOptions& options,
       }
       // outputs += probabilities (queries × keys: the block read
       // transposed) · values.
-      Product(queries, dv, keys, {scores, 1, queries}, v + k0 * v_stride,
-              v_stride, outputs, dv, /*accumulate=*/true,
+      const Rows v =
+          RowsOf(group.value, g, k0, keys, ScratchSlot::kExactWideRows);
+      Product(queries, dv, keys, {scores, 1, queries}, v.data, v.stride,
+              outputs, dv, /*accumulate=*/true,
               ScratchSlot::kExactPackedValues);
     }
-    float* out = group.out.data_ptr<float>() + g * group.out.stride(0) +
-                 q_begin * group.out.stride(1);
-    cpu::DivideRows(outputs, column_sum, queries, dv, out, group.out.stride(1));
+    const int64_t out_offset =
+        g * group.out.stride(0) + q_begin * group.out.stride(1);
+    if (group.out.scalar_type() == at::kFloat) {
+      cpu::DivideRows(outputs, column_sum, queries, dv,
+                      group.out.data_ptr<float>() + out_offset,
+                      group.out.stride(1));
+    } else {  // bfloat16, rounded to nearest from the float32 quotients
+      cpu::DivideRows(outputs, column_sum, queries, dv, outputs, dv);
+      cpu::ConvertToBF16(
+          queries, dv, {outputs, dv, 1},
+          static_cast<cpu::BFloat16Bits*>(group.out.data_ptr()) + out_offset,
+          group.out.stride(1));
+    }
   }
 }
 

@@ -20,9 +20,12 @@
 
 namespace favor::attention {
 
-// Whether the path serves `group`: on the CPU, Q, K, V and the output
-// float32 with unit column stride, a keep mask (if any) on the CPU, and the
-// products on cpu::Gemm's tiles (AVX-512, or AVX2 with packed operands).
+// Whether the path serves `group`: on the CPU, Q, K, V and the output all
+// float32 or all bfloat16 (a bfloat16 model's attention inputs: widened
+// exactly a block at a time, everything computed in float32 and the output
+// rounded back) with unit column stride, a keep mask (if any) on the CPU,
+// and the products on cpu::Gemm's tiles (AVX-512, or AVX2 with packed
+// operands).
 bool ExactCpuPathApplies(const HeadGroup& group);
 
 // Writes the outputs of queries [q_begin, q_end) of every head of `group`.

@@ -34,14 +34,16 @@ enum class ScratchSlot {
   kPackedProjectionF32 = 6,
   kPackedValues = 7,
   // Exact softmax's CPU path (exact_cpu_path.cc): a query tile transposed,
-  // a block of its scores, its running outputs, and on AVX2 the first and
-  // the second product's right-hand operand packed.
+  // a block of its scores, its running outputs, on AVX2 the first and the
+  // second product's right-hand operand packed, and bfloat16 rows widened
+  // (one block of queries, keys or values at a time).
   kExactQueries = 8,
   kExactScores = 9,
   kExactOutputs = 10,
   kExactPackedQueries = 11,
   kExactPackedValues = 12,
-  kCount = 13
+  kExactWideRows = 13,
+  kCount = 14
 };
 // The thread's buffer in `slot`, at least rows × cols floats (or
 // `elements` bfloat16), 64-byte aligned; grown as needed, its contents

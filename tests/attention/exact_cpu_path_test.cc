@@ -3,7 +3,8 @@
 // both kinds of tiles it runs on (AVX-512 in place, AVX2 packed): padding
 // masks shared by a group's heads or one per head, causal order, sliding
 // windows, rows a fused product leaves strided, key blocks shorter than a
-// tile, query tiles that start mid-sequence, and queries that see no key.
+// tile, query tiles that start mid-sequence, queries that see no key, and
+// bfloat16 inputs and output.
 #include "server/attention/exact_cpu_path.h"
 
 #include <ATen/ATen.h>
@@ -40,6 +41,8 @@ struct Case {
   // 0: no mask; 1: one (Lk) mask for every head; 2: one per head.
   int keep_dims = 0;
   bool strided = false;
+  // Q, K, V and the output in bfloat16 (a bfloat16 model's attention).
+  bool bfloat16 = false;
 };
 
 // A group of kHeads heads: Q, K and V as views of one fused (heads, L,
@@ -66,6 +69,12 @@ HeadGroup Group(const Case& c, uint64_t seed) {
     group.keep[1].fill_(false);  // head 1 sees no key at all
   }
   group.out = at::full({kHeads, kTokens, kValueDim}, NAN);
+  if (c.bfloat16) {
+    group.query = group.query.to(at::kBFloat16);
+    group.key = group.key.to(at::kBFloat16);
+    group.value = group.value.to(at::kBFloat16);
+    group.out = group.out.to(at::kBFloat16);
+  }
   return group;
 }
 
@@ -101,6 +110,8 @@ TEST_P(ExactCpuPathTest, MatchesTheSoftmaxWrittenOut) {
       {"one mask for every head", false, -1, 16, 1},
       {"a mask per head, one hiding every key", true, -1, 16, 2},
       {"strided rows", false, 9, 1024, 1, true},
+      {"bfloat16", true, -1, 16, 2, false, true},
+      {"bfloat16, strided rows", false, 9, 1024, 1, true, true},
   };
   uint64_t seed = 1;
   for (const Case& c : cases) {
@@ -120,7 +131,10 @@ TEST_P(ExactCpuPathTest, MatchesTheSoftmaxWrittenOut) {
       const at::Tensor expected = Reference(group, c);
       const double error =
           (group.out.to(at::kDouble) - expected).abs().max().item<double>();
-      EXPECT_LT(error, 2e-6 * (1.0 + expected.abs().max().item<double>()));
+      // float32's sums, or (bfloat16) the output's own rounding, 2^-9 of
+      // a value, from a softmax of the bfloat16 inputs.
+      const double tolerance = c.bfloat16 ? 1.0 / 256 : 2e-6;
+      EXPECT_LT(error, tolerance * (1.0 + expected.abs().max().item<double>()));
       if (c.keep_dims == 2) {
         EXPECT_TRUE(group.out[1].eq(0).all().item<bool>())
             << "a head that sees no key gets zeros";
@@ -137,14 +151,19 @@ INSTANTIATE_TEST_SUITE_P(EveryTileKernel, ExactCpuPathTest,
                                cpu::GemmKernelName(param_info.param));
                          });
 
-TEST(ExactCpuPathAppliesTest, OnlyToFloat32OnTiles) {
+TEST(ExactCpuPathAppliesTest, OnlyToFloat32OrBFloat16OnTiles) {
   Case plain;
   HeadGroup group = Group(plain, 1);
   const bool tiles = cpu::ActiveGemmKernel() != cpu::GemmKernel::kPortable;
   EXPECT_EQ(ExactCpuPathApplies(group), tiles);
+  HeadGroup mixed = group;
+  mixed.query = group.query.to(at::kBFloat16);
+  EXPECT_FALSE(ExactCpuPathApplies(mixed)) << "bfloat16 queries, float32 keys";
   HeadGroup half = group;
-  half.query = group.query.to(at::kBFloat16);
-  EXPECT_FALSE(ExactCpuPathApplies(half));
+  for (at::Tensor* t : {&half.query, &half.key, &half.value, &half.out}) {
+    *t = t->to(at::kHalf);
+  }
+  EXPECT_FALSE(ExactCpuPathApplies(half)) << "float16: the tensor loop";
   HeadGroup columns = group;
   columns.key = group.key.transpose(1, 2).contiguous().transpose(1, 2);
   EXPECT_FALSE(ExactCpuPathApplies(columns)) << "keys with strided columns";
