@@ -719,6 +719,17 @@ MUTANTS = [
        "off-by-one bound", "dst[c] = uint32_t{row[c]} << 16;",
        "dst[c] = uint32_t{row[c]} << 15;", "attention",
        regex="ExactCpuPath"),
+    _m("softmax-step-avx512-nan-zeroed", ATT + "cpu_kernels.cc",
+       "dropped stabiliser",
+       "  return _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);",
+       "  return e;", "attention", regex="CpuKernels|ComputeAttend"),
+    _m("softmax-step-avx512-empty-query-shift", ATT + "cpu_kernels.cc",
+       "wrong default",
+       "    const __m512 shift = _mm512_mask_mov_ps(\n"
+       "        top, _mm512_cmp_ps_mask(top, minus_inf, _CMP_EQ_OQ),\n"
+       "        _mm512_setzero_ps());",
+       "    const __m512 shift = top;", "attention",
+       regex="CpuKernels|ExactCpuPath|ExactAttention"),
     _m("softmax-step-avx512-tail-unmasked", ATT + "cpu_kernels.cc",
        "off-by-one bound",
        "                               : static_cast<__mmask16>((1u << (cols - c)) - 1);\n"

@@ -405,11 +405,14 @@ void SoftmaxColumnsStepPortable(float* scores, int64_t rows, int64_t cols,
 #ifdef FAVOR_X86_TARGETS
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// Exp16, and 0 below −87.34 (−∞ included) as FastExp.
+// Exp16, 0 below −87.34 (−∞ included) and NaN for NaN, as FastExp: scores
+// that overflowed float32 (∞ − ∞) must stay NaN for the caller to refuse
+// them, where Exp16's clamp alone would make them e^-87.
 __attribute__((target("avx512f"))) inline __m512 Exp16OrZero(__m512 x) {
-  const __mmask16 kept =
-      _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3365447505531f), _CMP_GE_OQ);
-  return _mm512_maskz_mov_ps(kept, Exp16(x));
+  const __mmask16 below =
+      _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3365447505531f), _CMP_LT_OQ);
+  const __m512 e = _mm512_mask_mov_ps(Exp16(x), below, _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
 }
 
 // The same step with AVX-512's exp, sixteen queries at a time down the

@@ -224,6 +224,30 @@ TEST(CpuKernelsTest, SoftmaxColumnsStepIsTheOnlineSoftmaxUpdate) {
   }
 }
 
+// Scores that overflowed float32 (+∞) make their query's shift +∞ and so
+// ∞ − ∞ = NaN: the step must keep that NaN (the service refuses a NaN
+// answer) rather than turn it into a probability, on every ISA.
+TEST(CpuKernelsTest, SoftmaxColumnsStepKeepsTheNaNOfOverflowedScores) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  // 2 keys × 17 queries (a full vector and one more): query 3 and query 16
+  // each have an infinite score.
+  constexpr int64_t kRows = 2, kCols = 17;
+  std::vector<float> scores(kRows * kCols, 1.0f);
+  scores[0 * kCols + 3] = kInf;
+  scores[1 * kCols + 16] = kInf;
+  std::vector<float> max(kCols, -kInf), sum(kCols, 0.0f), correction(kCols),
+      shift(kCols);
+  SoftmaxColumnsStep(scores.data(), kRows, kCols, max.data(), sum.data(),
+                     correction.data(), shift.data());
+  for (int64_t c = 0; c < kCols; ++c) {
+    if (c == 3 || c == 16) {
+      EXPECT_TRUE(std::isnan(sum[c])) << "query " << c << ": " << sum[c];
+    } else {
+      EXPECT_FLOAT_EQ(sum[c], 2.0f) << "query " << c;
+    }
+  }
+}
+
 TEST(CpuKernelsTest, RowSquaredNormsAndDivideRows) {
   const int64_t rows = 3, cols = 21, stride = 24;
   std::vector<float> x = RandomRows(rows, stride, 2.0f, 5), h(rows);
