@@ -7,7 +7,7 @@
 // mask goes to LibTorch only while its scores stay under kMaxMaskedScores.
 // Every other group runs Favor's own kernel: tiles with an online softmax
 // (running max and sum per query), so memory is O(tile²) however long the
-// sequence; on the CPU's register tiles in float32 that is
+// sequence; on the CPU's register tiles in float32 or bfloat16 that is
 // exact_cpu_path.h, elsewhere a loop of tensor operations. Implementation
 // detail of server/attention.
 #ifndef FAVOR_SERVER_ATTENTION_EXACT_ATTENTION_H_

@@ -1,9 +1,10 @@
 #include "server/attention/exact_cpu_path.h"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -69,8 +70,11 @@ void Widen(const cpu::BFloat16Bits* x, int64_t stride, int64_t rows,
            int64_t cols, float* out) {
   for (int64_t i = 0; i < rows; ++i) {
     const cpu::BFloat16Bits* row = x + i * stride;
-    uint32_t* dst = reinterpret_cast<uint32_t*>(out + i * cols);
-    for (int64_t c = 0; c < cols; ++c) dst[c] = uint32_t{row[c]} << 16;
+    float* dst = out + i * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint32_t bits = uint32_t{row[c]} << 16;
+      std::memcpy(dst + c, &bits, sizeof(bits));
+    }
   }
 }
 
