@@ -31,7 +31,7 @@ constexpr int64_t kKeyBlock = 256;
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
 // c (+)= a · b on the tiles: b read in place on AVX-512, packed into the
-// thread's `packed` slot first on AVX2.
+// thread's `packed` slot first on AVX2 (each key block's values).
 void Product(int64_t rows, int64_t cols, int64_t depth, cpu::MatrixView a,
              const float* b, int64_t ldb, float* c, int64_t ldc,
              bool accumulate, ScratchSlot packed) {
@@ -153,6 +153,11 @@ void ExactQueryTileCpu(const HeadGroup& group, const AttentionOptions& options,
         queries_t[c * queries + i] = q.data[i * q.stride + c] * scale;
       }
     }
+    // On AVX2 packed once for all the tile's key blocks.
+    const float* const packed_queries =
+        ProductsOnPackedAvx2() ? PackedForAvx2(ScratchSlot::kExactPackedQueries,
+                                               d, queries, queries_t, queries)
+                               : nullptr;
     std::fill(column_max, column_max + queries, kMinusInf);
     std::fill(column_sum, column_sum + queries, 0.0f);
     std::fill(outputs, outputs + queries * dv, 0.0f);
@@ -166,9 +171,13 @@ void ExactQueryTileCpu(const HeadGroup& group, const AttentionOptions& options,
       // Scores, keys × queries.
       const Rows k =
           RowsOf(group.key, g, k0, keys, ScratchSlot::kExactWideRows);
-      Product(keys, queries, d, {k.data, k.stride, 1}, queries_t, queries,
-              scores, queries, /*accumulate=*/false,
-              ScratchSlot::kExactPackedQueries);
+      if (packed_queries != nullptr) {
+        PackedProduct(keys, queries, d, {k.data, k.stride, 1}, packed_queries,
+                      scores, queries, /*accumulate=*/false);
+      } else {
+        MatMul(keys, queries, d, {k.data, k.stride, 1}, queries_t, queries,
+               scores, queries, /*accumulate=*/false);
+      }
       for (int64_t r = 0; r < keys; ++r) {
         MaskRow(scores + r * queries, k0 + r, q_begin, queries, keep_row,
                 options);
